@@ -1,0 +1,65 @@
+"""workbench: optimal control, design and calibration of robots.
+
+Pinocchio provides the baseline kinematics and dynamics, CasADi hosts the
+optimisation layer, and this package adds the derivatives no library has:
+joint torques with respect to joint twists (seed 000, Algorithm 1), the
+spherical five-bar torque map, mesh inertia with vertex derivatives and the
+moved-inertia derivative.
+
+The public API lives here::
+
+    import workbench as wb
+    chain = wb.Chain.from_urdf("robot.urdf")
+    tau = wb.inverse_dynamics(chain, q, dq, ddq)
+    d = wb.twist_derivatives(chain, q, dq, ddq)
+
+Submodules (``wb.mesh``, ``wb.fivebar``, ``wb.models``, ...) are imported on
+first use so that ``import workbench`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from workbench import errors
+from workbench.chain import Chain
+from workbench.dynamics import inverse_dynamics
+from workbench.errors import WorkbenchError
+
+__version__ = "0.1.0"
+
+_LAZY_SUBMODULES = {
+    "calibration",
+    "fivebar",
+    "inertia",
+    "lie",
+    "mesh",
+    "models",
+    "ocp",
+    "viz",
+}
+_LAZY_FUNCTIONS = {
+    "twist_derivatives": "workbench.twist_derivatives",
+    "forward_dynamics_derivatives": "workbench.twist_derivatives",
+    "time_derivatives": "workbench.time_derivatives",
+}
+
+__all__ = [
+    "Chain",
+    "WorkbenchError",
+    "errors",
+    "forward_dynamics_derivatives",
+    "inverse_dynamics",
+    "time_derivatives",
+    "twist_derivatives",
+    *sorted(_LAZY_SUBMODULES),
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"workbench.{name}")
+    if name in _LAZY_FUNCTIONS:
+        return getattr(importlib.import_module(_LAZY_FUNCTIONS[name]), name)
+    raise AttributeError(f"module 'workbench' has no attribute {name!r}")

@@ -1,0 +1,13 @@
+"""The one exception users see.
+
+Anything a user can cause (a malformed file, an unknown name, arrays of the
+wrong shape, NaN, an unreachable target, a failed solve) raises
+:class:`WorkbenchError` with a message that says what was wrong and where.
+The command line turns it into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class WorkbenchError(ValueError):
+    """A user-facing error: the message names what was wrong and where."""
