@@ -13,8 +13,8 @@ The public API lives here::
     tau = wb.inverse_dynamics(chain, q, dq, ddq)
     d = wb.twist_derivatives(chain, q, dq, ddq)
 
-Submodules (``wb.mesh``, ``wb.fivebar``, ``wb.models``, ...) are imported on
-first use so that ``import workbench`` stays light.
+Everything but the errors is imported on first use, so that ``import
+workbench`` stays light (Pinocchio, numba, CasADi and trimesh load when needed).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ import importlib
 from typing import Any
 
 from workbench import errors
-from workbench.chain import Chain
-from workbench.dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 
 __version__ = "0.1.0"
@@ -39,7 +37,9 @@ _LAZY_SUBMODULES = {
     "ocp",
     "viz",
 }
-_LAZY_FUNCTIONS = {
+_LAZY_ATTRIBUTES = {
+    "Chain": "workbench.chain",
+    "inverse_dynamics": "workbench.dynamics",
     "twist_derivatives": "workbench.twist_derivatives",
     "forward_dynamics_derivatives": "workbench.twist_derivatives",
     "time_derivatives": "workbench.time_derivatives",
@@ -60,6 +60,6 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"workbench.{name}")
-    if name in _LAZY_FUNCTIONS:
-        return getattr(importlib.import_module(_LAZY_FUNCTIONS[name]), name)
+    if name in _LAZY_ATTRIBUTES:
+        return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
     raise AttributeError(f"module 'workbench' has no attribute {name!r}")
