@@ -1,0 +1,386 @@
+"""Kinematic trees in product-of-exponentials form (seed 000 §1).
+
+A :class:`Chain` stores a fixed-base tree of 1-DoF revolute or prismatic
+joints in the *zero-reference normal form* of seed 000: every link frame
+coincides with the base frame at q = 0 (all M_i = I), so that the pose of
+link i is ``T_i(q) = T_parent(q) exp([A_i] q_i)`` with the joint twist
+``A_i = (omega, v)`` and the spatial inertia ``G_i`` both expressed in the
+base frame at q = 0.
+
+Besides the normal form, the chain remembers where each joint's own frame
+sits at q = 0 (``joint_frames``, the M_i of the URDF/Pinocchio description)
+and the joint axis in that frame, which is what :meth:`to_pinocchio` and
+:meth:`to_urdf` need to write a model back with the same joint types.
+
+Joint twists are changed with ``eta`` (seed 000 eq. 6, DESIGN.md
+"Conventions"): ``eta`` has 6(n+1) entries, one (omega, v) block per joint
+in joint order and one for the tool frame, all acting in the base frame at
+q = 0: ``A_i <- Ad_{exp([eta_i])} A_i`` (the joint frame moves to
+``exp([eta_i]) M_i``), inertias and other frames stay where they are at
+q = 0, and ``M_tool <- exp([eta_tool]) M_tool``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from workbench import inertia, lie
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+REVOLUTE = "revolute"
+PRISMATIC = "prismatic"
+
+_PINOCCHIO_JOINTS = {
+    "JointModelRX": (REVOLUTE, (1.0, 0.0, 0.0)),
+    "JointModelRY": (REVOLUTE, (0.0, 1.0, 0.0)),
+    "JointModelRZ": (REVOLUTE, (0.0, 0.0, 1.0)),
+    "JointModelRevoluteUnaligned": (REVOLUTE, None),
+    "JointModelPX": (PRISMATIC, (1.0, 0.0, 0.0)),
+    "JointModelPY": (PRISMATIC, (0.0, 1.0, 0.0)),
+    "JointModelPZ": (PRISMATIC, (0.0, 0.0, 1.0)),
+    "JointModelPrismaticUnaligned": (PRISMATIC, None),
+}
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame rigidly attached to a link (or to the base when ``parent == -1``).
+
+    ``placement`` is its pose in the base frame at q = 0; ``joint_name`` is
+    the name of the fixed joint that carries it in a URDF (if any).
+    """
+
+    name: str
+    parent: int
+    placement: Array
+    joint_name: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """A fixed-base tree of revolute/prismatic joints in normal form (see module docstring).
+
+    Arrays are indexed by joint; joint i moves link i, whose parent link is
+    ``parents[i]`` (-1 for the base) with ``parents[i] < i``.
+    """
+
+    joint_names: tuple[str, ...]
+    link_names: tuple[str, ...]
+    parents: np.ndarray
+    joint_kinds: tuple[str, ...]
+    axes: Array  # (n, 3) unit joint axis in the joint's own frame
+    joint_frames: Array  # (n, 4, 4) joint frames in the base frame at q = 0 (M_i)
+    inertias: Array  # (n, 6, 6) G_i in the base frame at q = 0, (omega, v) order
+    tool_name: str
+    tool_parent: int
+    tool_frame: Array  # (4, 4) tool frame in the base frame at q = 0
+    gravity: Array = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    lower: Array | None = None
+    upper: Array | None = None
+    velocity_limit: Array | None = None
+    effort_limit: Array | None = None
+    frames: tuple[Frame, ...] = ()
+    base_name: str = "base_link"
+    name: str = "robot"
+
+    def __post_init__(self) -> None:
+        n = len(self.joint_names)
+        parents = np.asarray(self.parents, dtype=np.int64)
+        object.__setattr__(self, "parents", parents)
+        for attr in ("axes", "joint_frames", "inertias", "tool_frame", "gravity"):
+            object.__setattr__(self, attr, np.array(getattr(self, attr), dtype=float))
+        shapes = {
+            "parents": (parents.shape, (n,)),
+            "axes": (self.axes.shape, (n, 3)),
+            "joint_frames": (self.joint_frames.shape, (n, 4, 4)),
+            "inertias": (self.inertias.shape, (n, 6, 6)),
+            "tool_frame": (self.tool_frame.shape, (4, 4)),
+            "gravity": (self.gravity.shape, (3,)),
+        }
+        for what, (got, want) in shapes.items():
+            if got != want:
+                raise WorkbenchError(f"Chain.{what} has shape {got}; expected {want}")
+        if len(self.link_names) != n or len(self.joint_kinds) != n:
+            raise WorkbenchError("Chain needs one link name and one joint kind per joint")
+        if np.any(parents >= np.arange(n)) or np.any(parents < -1):
+            raise WorkbenchError("Chain.parents must satisfy -1 <= parents[i] < i")
+        if not -1 <= self.tool_parent < n:
+            raise WorkbenchError(f"Chain.tool_parent {self.tool_parent} is not a link index")
+        unknown = set(self.joint_kinds) - {REVOLUTE, PRISMATIC}
+        if unknown:
+            raise WorkbenchError(f"unsupported joint kinds {sorted(unknown)}")
+        norms = np.linalg.norm(self.axes, axis=1)
+        if np.any(np.abs(norms - 1.0) > 1e-9):
+            bad = self.joint_names[int(np.argmax(np.abs(norms - 1.0)))]
+            raise WorkbenchError(f"joint '{bad}' has an axis that is not a unit vector")
+        for attr, default in (
+            ("lower", -np.inf),
+            ("upper", np.inf),
+            ("velocity_limit", np.inf),
+            ("effort_limit", np.inf),
+        ):
+            value = getattr(self, attr)
+            value = np.full(n, default) if value is None else np.array(value, dtype=float)
+            if value.shape != (n,):
+                raise WorkbenchError(f"Chain.{attr} has shape {value.shape}; expected ({n},)")
+            object.__setattr__(self, attr, value)
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def n(self) -> int:
+        """Number of joints."""
+        return len(self.joint_names)
+
+    @functools.cached_property
+    def twists(self) -> Array:
+        """Joint twists A_i (n, 6) in the base frame at q = 0, (omega, v) order."""
+        local = np.zeros((self.n, 6))
+        revolute = np.array([k == REVOLUTE for k in self.joint_kinds])
+        local[revolute, :3] = self.axes[revolute]
+        local[~revolute, 3:] = self.axes[~revolute]
+        return np.einsum("nij,nj->ni", lie.Ad(self.joint_frames), local)
+
+    @functools.cached_property
+    def phi(self) -> Array:
+        """Inertial parameters (n, 10) of the links in the base frame at q = 0."""
+        return inertia.phi_from_matrix(self.inertias)
+
+    @functools.cached_property
+    def ancestors(self) -> np.ndarray:
+        """Boolean (n, n) matrix: ``ancestors[j, i]`` is True when joint j lies on the path to link i (j == i included)."""
+        A = np.zeros((self.n, self.n), dtype=bool)
+        for i in range(self.n):
+            j = i
+            while j >= 0:
+                A[j, i] = True
+                j = self.parents[j]
+        return A
+
+    def joint_index(self, name: str) -> int:
+        """Index of the joint called ``name``."""
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise WorkbenchError(
+                f"unknown joint '{name}'; joints are {', '.join(self.joint_names)}"
+            ) from None
+
+    # ------------------------------------------------------------- eta update
+    def with_eta(self, eta: ArrayLike) -> Chain:
+        """The chain with joint twists ``Ad_{exp([eta_i])} A_i`` and tool ``exp([eta_tool]) M_tool``.
+
+        Seed 000 eq. 6. ``eta`` has 6(n+1) entries (see module docstring);
+        inertias and attached frames stay where they are at q = 0.
+        """
+        eta = np.asarray(eta, dtype=float)
+        if eta.shape != (6 * (self.n + 1),):
+            raise WorkbenchError(
+                f"eta has shape {eta.shape}; expected ({6 * (self.n + 1)},) = 6 (n + 1) for n = {self.n}"
+            )
+        if not np.all(np.isfinite(eta)):
+            raise WorkbenchError("eta contains NaN or inf")
+        X = lie.exp_se3(eta.reshape(self.n + 1, 6))
+        return replace(
+            self,
+            joint_frames=X[:-1] @ self.joint_frames,
+            tool_frame=X[-1] @ self.tool_frame,
+        )
+
+    # ------------------------------------------------------------ Pinocchio
+    @classmethod
+    def from_pinocchio(cls, model, tool_frame: str | None = None) -> Chain:
+        """Build a chain from a fixed-base Pinocchio model of revolute/prismatic joints.
+
+        ``tool_frame`` names a frame of the model; the default is the
+        model's last frame. Body and operational frames other than the link
+        frames are kept in :attr:`frames`.
+        """
+        import pinocchio as pin
+
+        n = model.njoints - 1
+        kinds, axes = [], []
+        for jid in range(1, model.njoints):
+            joint = model.joints[jid]
+            kind = _PINOCCHIO_JOINTS.get(joint.shortname())
+            if kind is None or joint.nq != 1 or joint.nv != 1:
+                raise WorkbenchError(
+                    f"joint '{model.names[jid]}' has unsupported type {joint.shortname()}; "
+                    "supported: revolute and prismatic joints with one coordinate "
+                    "(RX/RY/RZ/RevoluteUnaligned, PX/PY/PZ/PrismaticUnaligned)"
+                )
+            axis = np.array(kind[1] if kind[1] is not None else joint.axis, dtype=float)
+            kinds.append(kind[0])
+            axes.append(axis / np.linalg.norm(axis))
+        data = model.createData()
+        pin.forwardKinematics(model, data, pin.neutral(model))
+        pin.updateFramePlacements(model, data)
+        M = np.array([data.oMi[j].homogeneous for j in range(1, model.njoints)]).reshape(n, 4, 4)
+        G_local = np.array(
+            [lie.pinocchio_matrix(model.inertias[j].matrix()) for j in range(1, model.njoints)]
+        ).reshape(n, 6, 6)
+        Ad_inv = lie.Ad(lie.inverse(M))
+        G = np.swapaxes(Ad_inv, -1, -2) @ G_local @ Ad_inv
+
+        if model.nframes == 0:
+            raise WorkbenchError("the Pinocchio model has no frames")
+        tool_id = model.nframes - 1 if tool_frame is None else _frame_id(model, tool_frame)
+        tool = model.frames[tool_id]
+        body = pin.FrameType.BODY
+        base_id = next(
+            (fid for fid, f in enumerate(model.frames) if f.type == body and f.parentJoint == 0),
+            None,
+        )
+        link_names = [f"link_{j}" for j in range(1, model.njoints)]
+        named = set() if base_id is None else {base_id}
+        for fid, frame in enumerate(model.frames):
+            j = frame.parentJoint
+            if (
+                frame.type == body
+                and j > 0
+                and link_names[j - 1] == f"link_{j}"
+                and np.allclose(frame.placement.homogeneous, np.eye(4), atol=1e-12)
+            ):
+                link_names[j - 1] = frame.name
+                named.add(fid)
+        frames = []
+        for fid, frame in enumerate(model.frames):
+            if fid == tool_id or fid in named or frame.type not in (body, pin.FrameType.OP_FRAME):
+                continue
+            previous = model.frames[frame.parentFrame]
+            joint_name = previous.name if previous.type == pin.FrameType.FIXED_JOINT else None
+            placement = data.oMf[fid].homogeneous.copy()
+            frames.append(Frame(frame.name, frame.parentJoint - 1, placement, joint_name))
+        base_name = "base_link" if base_id is None else model.frames[base_id].name
+        return cls(
+            joint_names=tuple(model.names[1:]),
+            link_names=tuple(link_names),
+            parents=np.array([model.parents[j] - 1 for j in range(1, model.njoints)]),
+            joint_kinds=tuple(kinds),
+            axes=np.array(axes).reshape(n, 3),
+            joint_frames=M,
+            inertias=G,
+            tool_name=tool.name,
+            tool_parent=tool.parentJoint - 1,
+            tool_frame=data.oMf[tool_id].homogeneous.copy(),
+            gravity=np.array(model.gravity.linear),
+            lower=np.array(model.lowerPositionLimit),
+            upper=np.array(model.upperPositionLimit),
+            velocity_limit=np.array(model.velocityLimit),
+            effort_limit=np.array(model.effortLimit),
+            frames=tuple(frames),
+            base_name=base_name,
+            name=model.name or "robot",
+        )
+
+    @classmethod
+    def from_urdf(cls, path: str | os.PathLike, tool_frame: str | None = None) -> Chain:
+        """Load a fixed-base URDF through Pinocchio (see :meth:`from_pinocchio`)."""
+        return cls.from_pinocchio(load_urdf_model(path), tool_frame=tool_frame)
+
+    def local_inertias(self) -> Array:
+        """Link inertias (n, 6, 6) in each joint's own frame, (omega, v) order."""
+        Ad = lie.Ad(self.joint_frames)
+        return np.swapaxes(Ad, -1, -2) @ self.inertias @ Ad
+
+    def to_pinocchio(self):
+        """An equivalent Pinocchio model (same joint types, names and frames)."""
+        import pinocchio as pin
+
+        model = pin.Model()
+        model.name = self.name
+        model.gravity = pin.Motion(np.concatenate([self.gravity, np.zeros(3)]))
+        base_frame = model.addFrame(
+            pin.Frame(self.base_name, 0, 0, pin.SE3.Identity(), pin.FrameType.BODY)
+        )
+        placements = self.relative_placements()
+        local_phi = inertia.phi_from_matrix(self.local_inertias())
+        body_frames = []
+        for i in range(self.n):
+            parent_frame = base_frame if self.parents[i] < 0 else body_frames[self.parents[i]]
+            jid = model.addJoint(
+                int(self.parents[i]) + 1,
+                _pinocchio_joint(self.joint_kinds[i], self.axes[i]),
+                pin.SE3(placements[i]),
+                self.joint_names[i],
+                np.array([self.effort_limit[i]]),
+                np.array([self.velocity_limit[i]]),
+                np.array([self.lower[i]]),
+                np.array([self.upper[i]]),
+            )
+            model.appendBodyToJoint(
+                jid,
+                pin.Inertia.FromDynamicParameters(inertia.phi_to_pinocchio(local_phi[i])),
+                pin.SE3.Identity(),
+            )
+            joint_frame = model.addJointFrame(jid, parent_frame)
+            body_frames.append(
+                model.addBodyFrame(self.link_names[i], jid, pin.SE3.Identity(), joint_frame)
+            )
+        for frame in (*self.frames, self._tool()):
+            jid = frame.parent + 1
+            parent_frame = base_frame if frame.parent < 0 else body_frames[frame.parent]
+            placement = pin.SE3(self.relative_to_link(frame))
+            model.addFrame(
+                pin.Frame(frame.name, jid, parent_frame, placement, pin.FrameType.OP_FRAME)
+            )
+        return model
+
+    def relative_placements(self) -> Array:
+        """Joint placements (n, 4, 4) relative to the parent joint's frame (URDF joint origins)."""
+        parent_frames = np.array(
+            [np.eye(4) if p < 0 else self.joint_frames[p] for p in self.parents]
+        ).reshape(self.n, 4, 4)
+        return lie.inverse(parent_frames) @ self.joint_frames
+
+    def relative_to_link(self, frame: Frame) -> Array:
+        """Pose of an attached frame relative to its link's joint frame."""
+        if frame.parent < 0:
+            return frame.placement
+        return lie.inverse(self.joint_frames[frame.parent]) @ frame.placement
+
+    def _tool(self) -> Frame:
+        return Frame(self.tool_name, self.tool_parent, self.tool_frame, f"{self.tool_name}_joint")
+
+    def to_urdf(self, path: str | os.PathLike) -> Path:
+        """Write the chain as a URDF that Pinocchio loads back (atomically)."""
+        from workbench.urdf import write_urdf
+
+        return write_urdf(self, path)
+
+
+def load_urdf_model(path: str | os.PathLike):
+    """A fixed-base Pinocchio model from a URDF file, with errors that name the file."""
+    import pinocchio as pin
+
+    path = Path(path)
+    if not path.is_file():
+        raise WorkbenchError(f"URDF file not found: {path}")
+    try:
+        return pin.buildModelFromUrdf(str(path))
+    except (RuntimeError, ValueError) as exc:
+        raise WorkbenchError(f"cannot load URDF {path}: {exc}") from exc
+
+
+def _frame_id(model, name: str) -> int:
+    if not model.existFrame(name):
+        names = ", ".join(f.name for f in model.frames)
+        raise WorkbenchError(f"unknown tool frame '{name}'; frames are {names}")
+    return model.getFrameId(name)
+
+
+def _pinocchio_joint(kind: str, axis: Array):
+    import pinocchio as pin
+
+    for name, (k, ax) in _PINOCCHIO_JOINTS.items():
+        if k == kind and ax is not None and np.array_equal(axis, ax):
+            return getattr(pin, name)()
+    if kind == REVOLUTE:
+        return pin.JointModelRevoluteUnaligned(np.asarray(axis, dtype=float))
+    return pin.JointModelPrismaticUnaligned(np.asarray(axis, dtype=float))

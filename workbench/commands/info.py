@@ -1,0 +1,51 @@
+"""Show a robot model: joints, joint twists (omega, v) in the base frame at q = 0,
+link masses, limits and the tool frame.
+
+MODEL is a shipped model name (iiwa, planar_2r), an example-robot-data name
+(ur5, panda_arm, talos_upper_body, ...) or a path to a URDF file.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+HELP = "show a robot model: joints, twists, masses, tool frame"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="model name or URDF path")
+    parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench import models
+
+    chain = models.load(args.model, tool_frame=args.tool)
+    np.set_printoptions(precision=4, suppress=True)
+    print(f"{chain.name}: {chain.n} joints, base '{chain.base_name}', "
+          f"total mass {chain.phi[:, 0].sum():.4f} kg, gravity {chain.gravity}")
+    header = f"{'#':>3} {'joint':<22} {'kind':<9} {'parent':<18} {'omega':<26} {'v':<26} {'mass':>8}"
+    print(header)
+    print("-" * len(header))
+    for i in range(chain.n):
+        parent = chain.base_name if chain.parents[i] < 0 else chain.joint_names[chain.parents[i]]
+        w, v = chain.twists[i, :3], chain.twists[i, 3:]
+        print(f"{i:>3} {chain.joint_names[i]:<22} {chain.joint_kinds[i]:<9} {parent:<18} "
+              f"{_vec(w):<26} {_vec(v):<26} {chain.phi[i, 0]:>8.4f}")
+    print()
+    print(f"{'joint':<22} {'lower':>9} {'upper':>9} {'velocity':>9} {'effort':>9}")
+    for i in range(chain.n):
+        print(f"{chain.joint_names[i]:<22} {chain.lower[i]:>9.4f} {chain.upper[i]:>9.4f} "
+              f"{chain.velocity_limit[i]:>9.4f} {chain.effort_limit[i]:>9.4f}")
+    print()
+    parent = "base" if chain.tool_parent < 0 else chain.link_names[chain.tool_parent]
+    print(f"tool frame '{chain.tool_name}' on link '{parent}', at q = 0:")
+    print(f"  position {_vec(chain.tool_frame[:3, 3])}")
+    print("  rotation " + "\n           ".join(_vec(r) for r in chain.tool_frame[:3, :3]))
+    return 0
+
+
+def _vec(x: np.ndarray) -> str:
+    return "(" + ", ".join(f"{v: .4f}" for v in x) + ")"

@@ -1,0 +1,116 @@
+"""Robot models by name: the project's shipped models and example-robot-data URDFs.
+
+``load("iiwa")`` returns a :class:`~workbench.chain.Chain`; ``pinocchio_model``
+returns the Pinocchio model it was built from. Names:
+
+* shipped under ``models/``: ``iiwa`` (KUKA LBR iiwa 14 R820, identified
+  inertial parameters of seed 003), ``planar_2r`` (the 2R of seed 003 §6.1);
+* from the ``example-robot-data`` wheel (found under its installed prefix,
+  the wheel has no Python loader): ``ur3``, ``ur5``, ``ur10``, ``panda``,
+  ``panda_arm`` (fingers locked), ``talos`` (fixed-base), ``talos_upper_body``
+  (legs locked), ``kinova``, ``z1``, ``double_pendulum``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.chain import Chain, load_urdf_model
+from workbench.errors import WorkbenchError
+from workbench.resources import shipped
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where a named model comes from and which joints are locked at zero."""
+
+    source: str  # "shipped" or "example-robot-data"
+    path: str  # relative to models/ or to example-robot-data's robots/
+    locked_prefixes: tuple[str, ...] = ()
+    tool_frame: str | None = None
+
+
+MODELS: dict[str, ModelSpec] = {
+    "iiwa": ModelSpec("shipped", "iiwa/iiwa14.urdf"),
+    "planar_2r": ModelSpec("shipped", "planar_2r/planar_2r.urdf"),
+    "ur3": ModelSpec("example-robot-data", "ur_description/urdf/ur3_robot.urdf"),
+    "ur5": ModelSpec("example-robot-data", "ur_description/urdf/ur5_robot.urdf"),
+    "ur10": ModelSpec("example-robot-data", "ur_description/urdf/ur10_robot.urdf"),
+    "panda": ModelSpec("example-robot-data", "panda_description/urdf/panda.urdf"),
+    "panda_arm": ModelSpec(
+        "example-robot-data", "panda_description/urdf/panda.urdf", ("panda_finger",)
+    ),
+    "talos": ModelSpec("example-robot-data", "talos_data/robots/talos_reduced.urdf"),
+    "talos_upper_body": ModelSpec(
+        "example-robot-data", "talos_data/robots/talos_reduced.urdf", ("leg_",)
+    ),
+    "kinova": ModelSpec("example-robot-data", "kinova_description/robots/kinova.urdf"),
+    "z1": ModelSpec("example-robot-data", "z1_description/urdf/z1.urdf"),
+    "double_pendulum": ModelSpec(
+        "example-robot-data", "double_pendulum_description/urdf/double_pendulum.urdf"
+    ),
+}
+
+
+@functools.cache
+def example_robot_data_dir() -> Path:
+    """The ``robots/`` directory of the installed example-robot-data wheel."""
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        raise WorkbenchError(
+            "example-robot-data is not installed (pip install example-robot-data)"
+        ) from None
+    marker = "/share/example-robot-data/robots/"
+    for f in dist.files or ():
+        text = str(f)
+        if marker in text:
+            return Path(dist.locate_file(text[: text.index(marker) + len(marker)]))
+    raise WorkbenchError("cannot find the robots/ directory of the example-robot-data package")
+
+
+def urdf_path(name: str) -> Path:
+    """The URDF file behind a model name."""
+    spec = _spec(name)
+    root = shipped("models") if spec.source == "shipped" else example_robot_data_dir()
+    path = root / spec.path
+    if not path.is_file():
+        raise WorkbenchError(f"model '{name}': URDF not found at {path}")
+    return path
+
+
+def pinocchio_model(name: str):
+    """The Pinocchio model of a named robot (locked joints removed at q = 0)."""
+    import pinocchio as pin
+
+    spec = _spec(name)
+    model = load_urdf_model(urdf_path(name))
+    if spec.locked_prefixes:
+        locked = [
+            jid
+            for jid in range(1, model.njoints)
+            if model.names[jid].startswith(spec.locked_prefixes)
+        ]
+        model = pin.buildReducedModel(model, locked, pin.neutral(model))
+    return model
+
+
+def load(name: str, tool_frame: str | None = None) -> Chain:
+    """A named model (see the module docstring), or a path to a URDF file, as a Chain."""
+    if name.endswith(".urdf") or Path(name).is_file():
+        return Chain.from_urdf(name, tool_frame=tool_frame)
+    return Chain.from_pinocchio(
+        pinocchio_model(name), tool_frame=tool_frame or _spec(name).tool_frame
+    )
+
+
+def _spec(name: str) -> ModelSpec:
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise WorkbenchError(
+            f"unknown model '{name}'; known models: {', '.join(sorted(MODELS))}, or a .urdf path"
+        ) from None
