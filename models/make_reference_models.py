@@ -49,9 +49,9 @@ IIWA_VELOCITY = np.array([85.0, 85.0, 100.0, 75.0, 130.0, 135.0, 135.0]) * DEG
 IIWA_EFFORT = np.array([320.0, 320.0, 176.0, 176.0, 110.0, 40.0, 40.0])
 
 
-def transform(R=np.eye(3), p=(0.0, 0.0, 0.0)) -> np.ndarray:
+def transform(R=None, p=(0.0, 0.0, 0.0)) -> np.ndarray:
     T = np.eye(4)
-    T[:3, :3] = R
+    T[:3, :3] = np.eye(3) if R is None else R
     T[:3, 3] = p
     return T
 

@@ -37,7 +37,8 @@ def as_samples(
         name = labels[column] if labels is not None else f"column {column}"
         where = f"sample {sample}, " if batched else ""
         raise WorkbenchError(
-            f"{what} contains {arr[sample, column]} at {where}{name} ({bad.sum()} non-finite entries)"
+            f"{what} contains {arr[sample, column]} at {where}{name} "
+            f"({bad.sum()} non-finite entries)"
         )
     return np.ascontiguousarray(arr), batched
 

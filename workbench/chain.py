@@ -154,7 +154,7 @@ class Chain:
 
     @functools.cached_property
     def ancestors(self) -> np.ndarray:
-        """Boolean (n, n) matrix: ``ancestors[j, i]`` is True when joint j lies on the path to link i (j == i included)."""
+        """Boolean (n, n): ``ancestors[j, i]`` when joint j is on the path to link i (or j == i)."""
         A = np.zeros((self.n, self.n), dtype=bool)
         for i in range(self.n):
             j = i
@@ -174,7 +174,7 @@ class Chain:
 
     # ------------------------------------------------------------- eta update
     def with_eta(self, eta: ArrayLike) -> Chain:
-        """The chain with joint twists ``Ad_{exp([eta_i])} A_i`` and tool ``exp([eta_tool]) M_tool``.
+        """The chain with twists ``Ad_{exp([eta_i])} A_i`` and tool ``exp([eta_tool]) M_tool``.
 
         Seed 000 eq. 6. ``eta`` has 6(n+1) entries (see module docstring);
         inertias and attached frames stay where they are at q = 0.
@@ -182,7 +182,8 @@ class Chain:
         eta = np.asarray(eta, dtype=float)
         if eta.shape != (6 * (self.n + 1),):
             raise WorkbenchError(
-                f"eta has shape {eta.shape}; expected ({6 * (self.n + 1)},) = 6 (n + 1) for n = {self.n}"
+                f"eta has shape {eta.shape}; expected ({6 * (self.n + 1)},) "
+                f"= 6 (n + 1) for n = {self.n} joints"
             )
         if not np.all(np.isfinite(eta)):
             raise WorkbenchError("eta contains NaN or inf")

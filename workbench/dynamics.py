@@ -91,7 +91,7 @@ def check_state(chain: Chain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike, f_too
 
 @sk.jit
 def add_tool_wrench(km, R, P, f_tool, f, Rt, pt, fw):
-    """Subtract the world image of the tool wrench (given in the tool frame) from its link's wrench."""
+    """Subtract the tool wrench (given in the tool frame) in world coordinates from its link."""
     k = km.tool_parent
     if k < 0:
         return

@@ -111,7 +111,8 @@ def log_so3(R: ArrayLike) -> Array:
     near_pi = theta >= 3.0
     if np.any(near_pi):
         # R + R^T = 2 cos(t) I + 2 (1 - cos t) u u^T: take the largest column.
-        B = (R[near_pi] + np.swapaxes(R[near_pi], -1, -2)) / 2.0 - cos_t[near_pi, None, None] * np.eye(3)
+        Rn = R[near_pi]
+        B = (Rn + np.swapaxes(Rn, -1, -2)) / 2.0 - cos_t[near_pi, None, None] * np.eye(3)
         col = np.argmax(np.diagonal(B, axis1=-2, axis2=-1), axis=-1)
         u = np.take_along_axis(B, col[:, None, None], axis=-1)[..., 0]
         u /= np.linalg.norm(u, axis=-1, keepdims=True)

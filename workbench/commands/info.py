@@ -26,7 +26,10 @@ def run(args: argparse.Namespace) -> int:
     np.set_printoptions(precision=4, suppress=True)
     print(f"{chain.name}: {chain.n} joints, base '{chain.base_name}', "
           f"total mass {chain.phi[:, 0].sum():.4f} kg, gravity {chain.gravity}")
-    header = f"{'#':>3} {'joint':<22} {'kind':<9} {'parent':<18} {'omega':<26} {'v':<26} {'mass':>8}"
+    header = (
+        f"{'#':>3} {'joint':<22} {'kind':<9} {'parent joint':<18} "
+        f"{'omega':<26} {'v':<26} {'mass':>8}"
+    )
     print(header)
     print("-" * len(header))
     for i in range(chain.n):
