@@ -153,3 +153,9 @@ def inverse_dynamics(
     bounds = sk.sample_chunks(state.q.shape[0], nb.get_num_threads())
     _rnea_kernel(kernel_model(chain), state.q, state.dq, state.ddq, f, bounds, tau)
     return tau if state.batched else tau[0]
+
+
+@functools.lru_cache(maxsize=64)
+def pinocchio_model(chain: Chain):
+    """``chain.to_pinocchio()``, built once per chain object."""
+    return chain.to_pinocchio()

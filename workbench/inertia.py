@@ -143,3 +143,37 @@ def com_from_phi(phi: ArrayLike) -> tuple[Array, Array, Array]:
     C = lie.hat3(c)
     I_c = rotational_inertia(phi) - m[..., None, None] * (np.swapaxes(C, -1, -2) @ C)
     return m, c, I_c
+
+
+def motion_matrix(T: ArrayLike) -> Array:
+    """The 10x10 matrix L(T) with ``moved_phi(phi, T) == L(T) @ phi`` (eq. 29 is linear in phi)."""
+    T = np.asarray(T, dtype=float)
+    basis = np.broadcast_to(np.eye(10), (*T.shape[:-2], 10, 10))
+    return np.swapaxes(moved_phi(np.swapaxes(basis, -1, -2), T[..., None, :, :]), -1, -2)
+
+
+def torque_regressor(chain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
+    """d tau / d phi: tau = Y phi with phi = ``chain.phi.ravel()`` (base frame at q = 0).
+
+    Pinocchio's ``computeJointTorqueRegressor`` gives the regressor for
+    each link's parameters in its joint frame and in Pinocchio's order;
+    its columns are reordered to the project's phi order and mapped to the
+    base frame at q = 0 through ``Y_base = Y_local L(M_k)^{-1}``. Returns
+    (N, n, 10 n), or (n, 10 n) for unbatched input. A Python loop over
+    samples calls Pinocchio (about 5 us per sample for n = 7).
+    """
+    import pinocchio as pin
+
+    from workbench.dynamics import check_state, pinocchio_model
+
+    state = check_state(chain, q, dq, ddq)
+    model = pinocchio_model(chain)
+    data = model.createData()
+    n = chain.n
+    Y = np.empty((state.q.shape[0], n, 10 * n))
+    for s in range(state.q.shape[0]):
+        Y[s] = pin.computeJointTorqueRegressor(model, data, state.q[s], state.dq[s], state.ddq[s])
+    Y = Y.reshape(-1, n, n, 10)[..., _FROM_PINOCCHIO]
+    to_local = motion_matrix(lie.inverse(chain.joint_frames))  # phi_local = L^-1 phi_base
+    Y = np.einsum("sikp,kpr->sikr", Y, to_local).reshape(-1, n, 10 * n)
+    return Y if state.batched else Y[0]
