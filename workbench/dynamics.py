@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -89,7 +88,7 @@ def check_state(chain: Chain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike, f_too
     )
 
 
-@sk.jit
+@sk.leaf
 def add_tool_wrench(km, R, P, f_tool, f, Rt, pt, fw):
     """Subtract the tool wrench (given in the tool frame) in world coordinates from its link."""
     k = km.tool_parent
@@ -101,35 +100,35 @@ def add_tool_wrench(km, R, P, f_tool, f, Rt, pt, fw):
         f[k, r] -= fw[r]
 
 
-@nb.njit(cache=True, parallel=True, error_model="numpy")
-def _rnea_kernel(km, q, dq, ddq, f_tool, bounds, tau):
+@sk.jit
+def _rnea_kernel(km, q, dq, ddq, f_tool, tau, start, stop):
+    """tau[s] for samples start..stop-1: forward pass, tool wrench, backward sums (eq. 4-5)."""
     n = km.parents.shape[0]
-    for c in nb.prange(bounds.shape[0] - 1):
-        R = np.empty((n + 1, 3, 3))
-        P = np.empty((n + 1, 3))
-        V = np.empty((n + 1, 6))
-        A = np.empty((n + 1, 6))
-        S = np.empty((n, 6))
-        H = np.empty((n, 3))
-        I = np.empty((n, 3, 3))
-        f = np.empty((n, 6))
-        tmp = np.empty((3, 6))
-        Re = np.empty((3, 3))
-        Rt = np.empty((3, 3))
-        sk.init_base(km.gravity, R, P, V, A)
-        for s in range(bounds[c], bounds[c + 1]):
-            sk.forward_pass(
-                km.parents, km.twists, km.mass, km.h0, km.I0,
-                q[s], dq[s], ddq[s], R, P, S, V, A, H, I, f, tmp, Re,
-            )  # fmt: skip
-            if f_tool.shape[0] > 0:
-                add_tool_wrench(km, R, P, f_tool[s], f, Rt, tmp[0, :3], tmp[1])
-            for i in range(n - 1, -1, -1):
-                tau[s, i] = sk.dot6(S[i], f[i])
-                k = km.parents[i]
-                if k >= 0:
-                    for r in range(6):
-                        f[k, r] += f[i, r]
+    R = np.empty((n + 1, 3, 3))
+    P = np.empty((n + 1, 3))
+    V = np.empty((n + 1, 6))
+    A = np.empty((n + 1, 6))
+    S = np.empty((n, 6))
+    H = np.empty((n, 3))
+    I = np.empty((n, 3, 3))
+    f = np.empty((n, 6))
+    tmp = np.empty((3, 6))
+    Re = np.empty((3, 3))
+    Rt = np.empty((3, 3))
+    sk.init_base(km.gravity, R, P, V, A)
+    for s in range(start, stop):
+        sk.forward_pass(
+            km.parents, km.twists, km.mass, km.h0, km.I0,
+            q[s], dq[s], ddq[s], R, P, S, V, A, H, I, f, tmp, Re,
+        )  # fmt: skip
+        if f_tool.shape[0] > 0:
+            add_tool_wrench(km, R, P, f_tool[s], f, Rt, tmp[0, :3], tmp[1])
+        for i in range(n - 1, -1, -1):
+            tau[s, i] = sk.dot6(S[i], f[i])
+            k = km.parents[i]
+            if k >= 0:
+                for r in range(6):
+                    f[k, r] += f[i, r]
 
 
 def inverse_dynamics(
@@ -150,8 +149,9 @@ def inverse_dynamics(
     state = check_state(chain, q, dq, ddq, f_tool)
     tau = np.empty_like(state.q)
     f = np.zeros((0, 6)) if state.f_tool is None else state.f_tool
-    bounds = sk.sample_chunks(state.q.shape[0], nb.get_num_threads())
-    _rnea_kernel(kernel_model(chain), state.q, state.dq, state.ddq, f, bounds, tau)
+    sk.run_batched(
+        _rnea_kernel, state.q.shape[0], kernel_model(chain), state.q, state.dq, state.ddq, f, tau
+    )
     return tau if state.batched else tau[0]
 
 

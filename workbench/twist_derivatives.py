@@ -71,7 +71,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -80,9 +79,7 @@ from workbench.chain import Chain
 from workbench.dynamics import (
     add_tool_wrench,
     check_state,
-    inverse_dynamics,
     kernel_model,
-    pinocchio_model,
 )
 from workbench.lie import Array
 
@@ -108,7 +105,7 @@ class TwistDerivatives:
         return np.concatenate([self.dtau_deta, self.dtau_dq, self.dtau_dv, self.dtau_da], axis=-1)
 
 
-@sk.jit
+@sk.leaf
 def _spatial_matrix(m, h, I, G):
     """G (6x6) of the inertia (m, h, I_o): [[I_o, [h]], [[h]^T, m 1]]."""
     for r in range(3):
@@ -123,7 +120,7 @@ def _spatial_matrix(m, h, I, G):
             G[3 + c, r] = G[r, 3 + c]
 
 
-@sk.jit
+@sk.leaf
 def _ad_matrix(V, X):
     """X = ad_V (6x6)."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -133,7 +130,7 @@ def _ad_matrix(V, X):
     X[3, 1], X[3, 2], X[4, 0], X[4, 2], X[5, 0], X[5, 1] = -v2, v1, v2, -v0, -v1, v0
 
 
-@sk.jit
+@sk.leaf
 def _ad_star_apply(F, A, out):
     """out = ad*_F A = (m x w_A + f x v_A, f x w_A) (seed 000 eq. 10)."""
     sk.cross(F[:3], A[:3], out[:3])
@@ -141,7 +138,7 @@ def _ad_star_apply(F, A, out):
     sk.cross(F[3:], A[:3], out[3:])
 
 
-@sk.jit
+@sk.leaf
 def _matvec6(M, x, out):
     for r in range(6):
         acc = 0.0
@@ -150,7 +147,7 @@ def _matvec6(M, x, out):
         out[r] = acc
 
 
-@sk.jit
+@sk.leaf
 def _column(j, xi, dS, u, w, km, S, F, IC, Bh, alpha, beta, anc, col_out, t6):
     """Fill d tau / d(column) for the generator (xi, dS, u, w) of joint j.
 
@@ -177,14 +174,19 @@ def _column(j, xi, dS, u, w, km, S, F, IC, Bh, alpha, beta, anc, col_out, t6):
             col_out[i] = sk.dot6(alpha[i], w) - sk.dot6(beta[i], u)
 
 
-@sk.jit
-def _w_term(xi, dS, u, dq_j, ddq_j, unit_dq, unit_ddq, S_j, V_j, a_j, t6, w):
-    """w = dS ddq + S dddq + ad_{dV} S dq + ad_V (dS dq + S ddq') - ad_xi a - ad_u V."""
-    # dV_j = ad_xi V_j + u   (t6[0])
+@sk.leaf
+def _generator(xi, dS, unit_dq, unit_ddq, dq_j, ddq_j, S_j, V_j, a_j, t6, u, w):
+    """u and w of a column from its xi, dS and unit velocity/acceleration perturbation.
+
+    ``u = dS dq + S unit_dq - ad_xi V`` and ``w = dS ddq + S unit_ddq +
+    ad_{dV} S dq + ad_V (dS dq + S unit_dq) - ad_xi a - ad_u V`` with
+    ``dV = ad_xi V + u`` (see the module docstring).
+    """
     sk.ad_apply(xi, V_j, t6[0])
     for r in range(6):
-        t6[0, r] += u[r]
-        t6[1, r] = dS[r] * dq_j + S_j[r] * unit_dq  # d(S dq)
+        t6[1, r] = dS[r] * dq_j + S_j[r] * unit_dq  # d(S_j dq_j)
+        u[r] = t6[1, r] - t6[0, r]
+        t6[0, r] += u[r]  # dV_j
         w[r] = dS[r] * ddq_j + S_j[r] * unit_ddq
     sk.ad_apply(t6[0], S_j, t6[2])
     for r in range(6):
@@ -200,136 +202,123 @@ def _w_term(xi, dS, u, dq_j, ddq_j, unit_dq, unit_ddq, S_j, V_j, a_j, t6, w):
         w[r] -= t6[2, r]
 
 
-@nb.njit(cache=True, parallel=True, error_model="numpy")
-def _derivatives_kernel(km, anc, q, dq, ddq, f_tool, bounds, tau, deta, dq_out, dv_out, da_out):
+@sk.jit
+def _derivatives_kernel(
+    km, anc, q, dq, ddq, f_tool, tau, deta, dq_out, dv_out, da_out, start, stop
+):
     n = km.parents.shape[0]
-    for c in nb.prange(bounds.shape[0] - 1):
-        R = np.empty((n + 1, 3, 3))
-        P = np.empty((n + 1, 3))
-        V = np.empty((n + 1, 6))
-        A = np.empty((n + 1, 6))
-        S = np.empty((n, 6))
-        H = np.empty((n, 3))
-        I = np.empty((n, 3, 3))
-        F = np.empty((n, 6))
-        IC = np.empty((n, 6, 6))
-        Bh = np.empty((2 * n, 6, 6))  # B_i in rows < n; momentum h_i in Bh[n + i, 0]
-        alpha = np.empty((n, 6))
-        beta = np.empty((n, 6))
-        G = np.empty((6, 6))
-        X = np.empty((6, 6))
-        tmp = np.empty((3, 6))
-        t6 = np.empty((3, 6))
-        gen = np.empty((4, 6))  # xi, dS, u, w
-        eps = np.empty((2, 6))
-        Re = np.empty((3, 3))
-        Rt = np.empty((3, 3))
-        fw = np.zeros(6)
-        col = np.empty(n)
-        e = np.zeros(6)
-        sk.init_base(km.gravity, R, P, V, A)
-        for s in range(bounds[c], bounds[c + 1]):
-            sk.forward_pass(
-                km.parents, km.twists, km.mass, km.h0, km.I0,
-                q[s], dq[s], ddq[s], R, P, S, V, A, H, I, F, tmp, Re,
-            )  # fmt: skip
-            has_tool = f_tool.shape[0] > 0 and km.tool_parent >= 0
-            if has_tool:
-                add_tool_wrench(km, R, P, f_tool[s], F, Rt, tmp[0, :3], fw)
-            # composite quantities, leaves first
-            for i in range(n):
-                _spatial_matrix(km.mass[i], H[i], I[i], G)
-                _ad_matrix(V[i], X)
+    R = np.empty((n + 1, 3, 3))
+    P = np.empty((n + 1, 3))
+    V = np.empty((n + 1, 6))
+    A = np.empty((n + 1, 6))
+    S = np.empty((n, 6))
+    H = np.empty((n, 3))
+    I = np.empty((n, 3, 3))
+    F = np.empty((n, 6))
+    IC = np.empty((n, 6, 6))
+    Bh = np.empty((2 * n, 6, 6))  # B_i in rows < n; momentum h_i in Bh[n + i, 0]
+    alpha = np.empty((n, 6))
+    beta = np.empty((n, 6))
+    G = np.empty((6, 6))
+    X = np.empty((6, 6))
+    tmp = np.empty((3, 6))
+    t6 = np.empty((3, 6))
+    gen = np.empty((4, 6))  # xi, dS, u, w
+    eps = np.empty((2, 6))
+    Re = np.empty((3, 3))
+    Rt = np.empty((3, 3))
+    fw = np.zeros(6)
+    col = np.empty(n)
+    e = np.zeros(6)
+    sk.init_base(km.gravity, R, P, V, A)
+    for s in range(start, stop):
+        sk.forward_pass(
+            km.parents, km.twists, km.mass, km.h0, km.I0,
+            q[s], dq[s], ddq[s], R, P, S, V, A, H, I, F, tmp, Re,
+        )  # fmt: skip
+        has_tool = f_tool.shape[0] > 0 and km.tool_parent >= 0
+        if has_tool:
+            add_tool_wrench(km, R, P, f_tool[s], F, Rt, tmp[0, :3], fw)
+        # composite quantities, leaves first
+        for i in range(n):
+            _spatial_matrix(km.mass[i], H[i], I[i], G)
+            _ad_matrix(V[i], X)
+            for r in range(6):
+                for cc in range(6):
+                    acc = 0.0
+                    for k in range(6):
+                        acc += G[r, k] * X[k, cc]
+                    tmp[0, cc] = acc  # (G ad_V)[r, :]
+                for cc in range(6):
+                    IC[i, r, cc] = G[r, cc]
+                    Bh[i, r, cc] = tmp[0, cc]
+            for r in range(6):
+                for cc in range(r, 6):
+                    b = Bh[i, r, cc] + Bh[i, cc, r]
+                    Bh[i, r, cc] = b
+                    Bh[i, cc, r] = b
+            sk.inertia_apply(km.mass[i], H[i], I[i], V[i], Bh[n + i, 0])
+        for i in range(n - 1, -1, -1):
+            tau[s, i] = sk.dot6(S[i], F[i])
+            k = km.parents[i]
+            if k >= 0:
                 for r in range(6):
+                    F[k, r] += F[i, r]
+                    Bh[n + k, 0, r] += Bh[n + i, 0, r]
                     for cc in range(6):
-                        acc = 0.0
-                        for k in range(6):
-                            acc += G[r, k] * X[k, cc]
-                        tmp[0, cc] = acc  # (G ad_V)[r, :]
-                    for cc in range(6):
-                        IC[i, r, cc] = G[r, cc]
-                        Bh[i, r, cc] = tmp[0, cc]
-                for r in range(6):
-                    for cc in range(r, 6):
-                        b = Bh[i, r, cc] + Bh[i, cc, r]
-                        Bh[i, r, cc] = b
-                        Bh[i, cc, r] = b
-                sk.inertia_apply(km.mass[i], H[i], I[i], V[i], Bh[n + i, 0])
-            for i in range(n - 1, -1, -1):
-                tau[s, i] = sk.dot6(S[i], F[i])
-                k = km.parents[i]
-                if k >= 0:
-                    for r in range(6):
-                        F[k, r] += F[i, r]
-                        Bh[n + k, 0, r] += Bh[n + i, 0, r]
-                        for cc in range(6):
-                            IC[k, r, cc] += IC[i, r, cc]
-                            Bh[k, r, cc] += Bh[i, r, cc]
-            for i in range(n):
-                _matvec6(IC[i], S[i], alpha[i])
-                _matvec6(Bh[i], S[i], beta[i])
-                _ad_star_apply(Bh[n + i, 0], S[i], tmp[0])
-                for r in range(6):
-                    beta[i, r] -= tmp[0, r]
-            # state and eta columns, joint by joint
-            for j in range(n):
-                p = km.parents[j]
-                # ddq_j: w = S_j
-                gen[:, :] = 0.0
-                for r in range(6):
-                    gen[3, r] = S[j, r]
-                col[:] = 0.0
-                _column(j, gen[0], gen[1], gen[2], gen[3], km, S, F, IC, Bh, alpha, beta, anc, col, t6)
-                da_out[s, :, j] = col
-                # dq_j: u = S_j, w = 2 ad_{V_j} S_j
-                sk.ad_apply(V[j], S[j], gen[3])
-                for r in range(6):
-                    gen[2, r] = S[j, r]
-                    gen[3, r] *= 2.0
-                col[:] = 0.0
-                _column(j, gen[0], gen[1], gen[2], gen[3], km, S, F, IC, Bh, alpha, beta, anc, col, t6)
-                dv_out[s, :, j] = col
-                # q_j: xi = S_j, u = ad_{V_j} S_j, w = ad_{a_j} S_j + ad_{V_j} u
-                for r in range(6):
-                    gen[0, r] = S[j, r]
-                sk.ad_apply(V[j], S[j], gen[2])
-                sk.ad_apply(A[j], S[j], gen[3])
-                sk.ad_apply(V[j], gen[2], tmp[0])
-                for r in range(6):
-                    gen[3, r] += tmp[0, r]
-                col[:] = 0.0
-                _column(j, gen[0], gen[1], gen[2], gen[3], km, S, F, IC, Bh, alpha, beta, anc, col, t6)
-                dq_out[s, :, j] = col
-                # eta_j, six unit directions
-                for d in range(6):
+                        IC[k, r, cc] += IC[i, r, cc]
+                        Bh[k, r, cc] += Bh[i, r, cc]
+        for i in range(n):
+            _matvec6(IC[i], S[i], alpha[i])
+            _matvec6(Bh[i], S[i], beta[i])
+            _ad_star_apply(Bh[n + i, 0], S[i], tmp[0])
+            for r in range(6):
+                beta[i, r] -= tmp[0, r]
+        # state and eta columns, joint by joint: each column is a generator
+        # (xi, dS, unit dq, unit ddq) -> (u, w) -> d tau (module docstring)
+        xi, dS, u, w = gen[0], gen[1], gen[2], gen[3]
+        for j in range(n):
+            p = km.parents[j]
+            for kind in range(3 + 6):
+                xi[:] = 0.0
+                dS[:] = 0.0
+                unit_dq = 1.0 if kind == 1 else 0.0
+                unit_ddq = 1.0 if kind == 0 else 0.0
+                if kind == 2:  # q_j: the subtree turns about S_j
+                    xi[:] = S[j]
+                elif kind >= 3:  # eta_j along the unit direction kind - 3
                     e[:] = 0.0
-                    e[d] = 1.0
+                    e[kind - 3] = 1.0
                     sk.Ad_apply(R[p], P[p], e, eps[0])
                     sk.Ad_apply(R[j], P[j], e, eps[1])
                     for r in range(6):
-                        gen[0, r] = eps[0, r] - eps[1, r]
-                    sk.ad_apply(eps[0], S[j], gen[1])
-                    sk.ad_apply(gen[0], V[j], tmp[0])
-                    for r in range(6):
-                        gen[2, r] = gen[1, r] * dq[s, j] - tmp[0, r]
-                    _w_term(gen[0], gen[1], gen[2], dq[s, j], ddq[s, j], 0.0, 0.0,
-                            S[j], V[j], A[j], t6, gen[3])  # fmt: skip
-                    col[:] = 0.0
-                    _column(j, gen[0], gen[1], gen[2], gen[3], km, S, F, IC, Bh, alpha, beta, anc, col, t6)
-                    deta[s, :, 6 * j + d] = col
-            # tool frame: d tau_i = S_i^T ad*_{f_w} Ad_{T_p} e on the path to the tool
-            deta[s, :, 6 * n:] = 0.0
-            if has_tool:
-                k = km.tool_parent
-                for d in range(6):
-                    e[:] = 0.0
-                    e[d] = 1.0
-                    sk.Ad_apply(R[k], P[k], e, eps[0])
-                    _ad_star_apply(fw, eps[0], tmp[0])
-                    i = k
-                    while i >= 0:
-                        deta[s, i, 6 * n + d] = sk.dot6(S[i], tmp[0])
-                        i = km.parents[i]
+                        xi[r] = eps[0, r] - eps[1, r]
+                    sk.ad_apply(eps[0], S[j], dS)
+                _generator(xi, dS, unit_dq, unit_ddq, dq[s, j], ddq[s, j],
+                           S[j], V[j], A[j], t6, u, w)  # fmt: skip
+                col[:] = 0.0
+                _column(j, xi, dS, u, w, km, S, F, IC, Bh, alpha, beta, anc, col, t6)
+                if kind == 0:
+                    da_out[s, :, j] = col
+                elif kind == 1:
+                    dv_out[s, :, j] = col
+                elif kind == 2:
+                    dq_out[s, :, j] = col
+                else:
+                    deta[s, :, 6 * j + kind - 3] = col
+        # tool frame: d tau_i = S_i^T ad*_{f_w} Ad_{T_p} e on the path to the tool
+        deta[s, :, 6 * n:] = 0.0
+        if has_tool:
+            k = km.tool_parent
+            for d in range(6):
+                e[:] = 0.0
+                e[d] = 1.0
+                sk.Ad_apply(R[k], P[k], e, eps[0])
+                _ad_star_apply(fw, eps[0], tmp[0])
+                i = k
+                while i >= 0:
+                    deta[s, i, 6 * n + d] = sk.dot6(S[i], tmp[0])
+                    i = km.parents[i]
 
 
 def twist_derivatives(
@@ -350,9 +339,8 @@ def twist_derivatives(
     deta = np.empty((N, n, 6 * (n + 1)))
     dtau_dq, dtau_dv, dtau_da = (np.empty((N, n, n)) for _ in range(3))
     f = np.zeros((0, 6)) if state.f_tool is None else state.f_tool
-    bounds = sk.sample_chunks(N, nb.get_num_threads())
-    _derivatives_kernel(
-        kernel_model(chain), chain.ancestors, state.q, state.dq, state.ddq, f, bounds,
-        tau, deta, dtau_dq, dtau_dv, dtau_da,
+    sk.run_batched(
+        _derivatives_kernel, N, kernel_model(chain), chain.ancestors,
+        state.q, state.dq, state.ddq, f, tau, deta, dtau_dq, dtau_dv, dtau_da,
     )  # fmt: skip
     return TwistDerivatives(tau, deta, dtau_dq, dtau_dv, dtau_da)
