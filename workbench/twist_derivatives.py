@@ -74,12 +74,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from workbench import lie
 from workbench import spatial_kernels as sk
+from workbench.arrays import as_samples
 from workbench.chain import Chain
 from workbench.dynamics import (
     add_tool_wrench,
     check_state,
     kernel_model,
+    pinocchio_model,
 )
 from workbench.lie import Array
 
@@ -344,3 +347,121 @@ def twist_derivatives(
         state.q, state.dq, state.ddq, f, tau, deta, dtau_dq, dtau_dv, dtau_da,
     )  # fmt: skip
     return TwistDerivatives(tau, deta, dtau_dq, dtau_dv, dtau_da)
+
+
+@dataclass(frozen=True)
+class ForwardDynamicsDerivatives:
+    """d ddq / d [eta, q, dq, tau] for N samples (seed 001 eq. 5), and ddq itself."""
+
+    ddq: Array  # (N, n)
+    dddq_deta: Array  # (N, n, 6(n+1))
+    dddq_dq: Array  # (N, n, n)
+    dddq_dv: Array  # (N, n, n)
+    dddq_dtau: Array  # (N, n, n) = M^{-1}
+
+
+def forward_dynamics_derivatives(
+    chain: Chain,
+    q: ArrayLike,
+    dq: ArrayLike,
+    tau: ArrayLike,
+    f_tool: ArrayLike | None = None,
+) -> ForwardDynamicsDerivatives:
+    """Forward dynamics ddq = M^{-1} (tau - b) and its partials ``-M^{-1} d tau / d x``.
+
+    Seed 001 eq. 5: at the forward-dynamics solution, the partials of ddq
+    with respect to eta, q and dq are ``-M^{-1}`` times those of inverse
+    dynamics, and ``d ddq / d tau = M^{-1}``. M^{-1} is applied by batched
+    LAPACK solves (LU), never formed and multiplied. Outputs carry the
+    sample axis (N = 1 for one sample).
+    """
+    state = check_state(chain, q, dq, np.zeros_like(np.asarray(q, dtype=float)), f_tool)
+    tau, _ = as_samples(tau, chain.n, "tau", chain.joint_names)
+    rest = twist_derivatives(chain, state.q, state.dq, state.ddq, state.f_tool)
+    M = rest.dtau_da
+    ddq = np.linalg.solve(M, (tau - rest.tau)[..., None])[..., 0]
+    d = twist_derivatives(chain, state.q, state.dq, ddq, state.f_tool)
+    n = chain.n
+    minus_identity = np.broadcast_to(-np.eye(n), d.dtau_da.shape)
+    rhs = np.concatenate([d.dtau_deta, d.dtau_dq, d.dtau_dv, minus_identity], axis=-1)
+    sol = -np.linalg.solve(M, rhs)
+    m = 6 * (n + 1)
+    return ForwardDynamicsDerivatives(
+        ddq, sol[..., :m], sol[..., m : m + n], sol[..., m + n : m + 2 * n], sol[..., m + 2 * n :]
+    )
+
+
+def rnea_derivatives_pinocchio(
+    chain: Chain,
+    q: ArrayLike,
+    dq: ArrayLike,
+    ddq: ArrayLike,
+    f_tool: ArrayLike | None = None,
+) -> tuple[Array, Array, Array]:
+    """State partials (d tau/dq, d tau/d dq, M) from Pinocchio's ``computeRNEADerivatives``.
+
+    A Python loop over samples calls Pinocchio on ``chain.to_pinocchio()``;
+    BENCHMARKS.md compares it with :func:`twist_derivatives`. Each output is (N, n, n).
+    """
+    import pinocchio as pin
+
+    from workbench.lie import pinocchio_vector
+
+    state = check_state(chain, q, dq, ddq, f_tool)
+    model = pinocchio_model(chain)
+    data = model.createData()
+    N, n = state.q.shape
+    out = np.empty((3, N, n, n))
+    fext = None
+    if state.f_tool is not None:
+        tool = model.frames[model.getFrameId(chain.tool_name)]
+        fext = [pin.Force.Zero() for _ in range(model.njoints)]
+    for s in range(N):
+        if fext is None:
+            pin.computeRNEADerivatives(model, data, state.q[s], state.dq[s], state.ddq[s])
+        else:
+            wrench = pin.Force(pinocchio_vector(state.f_tool[s]))
+            fext[tool.parentJoint] = tool.placement.act(wrench)
+            pin.computeRNEADerivatives(model, data, state.q[s], state.dq[s], state.ddq[s], fext)
+        out[0, s] = data.dtau_dq
+        out[1, s] = data.dtau_dv
+        out[2, s] = data.M
+    M = np.triu(out[2]) + np.swapaxes(np.triu(out[2], 1), -1, -2)
+    return out[0], out[1], M
+
+
+def twist_null_directions(chain: Chain) -> list[Array]:
+    """Per joint, an orthonormal basis (6, k) of the eta directions with ``ad_{A_i} eta = 0``.
+
+    They leave the joint twist unchanged (seed 000 eq. 8: dA = -ad_A d eta):
+    k = 2 for a revolute joint (the twist itself and a translation along the
+    axis), k = 4 for a prismatic one (rotations about the axis direction and
+    all translations).
+    """
+    bases = []
+    for A in chain.twists:
+        _, s, Vt = np.linalg.svd(lie.ad(A))
+        bases.append(Vt[s <= 1e-9 * max(1.0, s[0])].T)
+    return bases
+
+
+def identifiable_eta_basis(chain: Chain) -> Array:
+    """Orthonormal basis (6(n+1), m) of the eta directions that change some twist.
+
+    Block diagonal: per joint the complement of :func:`twist_null_directions`,
+    and all six tool-frame directions. ``eta = basis @ z`` parameterises a
+    calibration without the directions the torques cannot see.
+    """
+    blocks = []
+    for A in chain.twists:
+        _, s, Vt = np.linalg.svd(lie.ad(A))
+        blocks.append(Vt[s > 1e-9 * max(1.0, s[0])].T)
+    blocks.append(np.eye(6))
+    rows = 6 * (chain.n + 1)
+    cols = sum(b.shape[1] for b in blocks)
+    basis = np.zeros((rows, cols))
+    c = 0
+    for j, b in enumerate(blocks):
+        basis[6 * j : 6 * j + 6, c : c + b.shape[1]] = b
+        c += b.shape[1]
+    return basis
