@@ -54,13 +54,15 @@ class Frame:
     """A frame rigidly attached to a link (or to the base when ``parent == -1``).
 
     ``placement`` is its pose in the base frame at q = 0; ``joint_name`` is
-    the name of the fixed joint that carries it in a URDF (if any).
+    the name of the fixed joint that carries it in a URDF (if any) and
+    ``attached_to`` the frame it hangs from there (None: the link itself).
     """
 
     name: str
     parent: int
     placement: Array
     joint_name: str | None = None
+    attached_to: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +89,8 @@ class Chain:
     velocity_limit: Array | None = None
     effort_limit: Array | None = None
     frames: tuple[Frame, ...] = ()
+    tool_joint_name: str | None = None
+    tool_attached_to: str | None = None
     base_name: str = "base_link"
     name: str = "robot"
 
@@ -216,7 +220,7 @@ class Chain:
                     "supported: revolute and prismatic joints with one coordinate "
                     "(RX/RY/RZ/RevoluteUnaligned, PX/PY/PZ/PrismaticUnaligned)"
                 )
-            axis = np.array(kind[1] if kind[1] is not None else joint.axis, dtype=float)
+            axis = np.array(kind[1] if kind[1] is not None else joint.extract().axis, dtype=float)
             kinds.append(kind[0])
             axes.append(axis / np.linalg.norm(axis))
         data = model.createData()
@@ -252,12 +256,22 @@ class Chain:
                 named.add(fid)
         frames = []
         for fid, frame in enumerate(model.frames):
-            if fid == tool_id or fid in named or frame.type not in (body, pin.FrameType.OP_FRAME):
+            if fid in named or frame.type not in (body, pin.FrameType.OP_FRAME):
                 continue
-            previous = model.frames[frame.parentFrame]
-            joint_name = previous.name if previous.type == pin.FrameType.FIXED_JOINT else None
+            parent_id = frame.parentFrame
+            joint_name = None
+            if model.frames[parent_id].type == pin.FrameType.FIXED_JOINT:
+                joint_name = model.frames[parent_id].name
+                parent_id = model.frames[parent_id].parentFrame
+            parent = model.frames[parent_id]
+            attached = parent.type in (body, pin.FrameType.OP_FRAME) and parent_id not in named
             placement = data.oMf[fid].homogeneous.copy()
-            frames.append(Frame(frame.name, frame.parentJoint - 1, placement, joint_name))
+            attached_to = parent.name if attached else None
+            link = frame.parentJoint - 1
+            frames.append(Frame(frame.name, link, placement, joint_name, attached_to))
+        own_link_frame = Frame(tool.name, -1, np.eye(4))
+        tool_entry = next((f for f in frames if f.name == tool.name), own_link_frame)
+        frames = [f for f in frames if f is not tool_entry]
         base_name = "base_link" if base_id is None else model.frames[base_id].name
         return cls(
             joint_names=tuple(model.names[1:]),
@@ -268,6 +282,8 @@ class Chain:
             joint_frames=M,
             inertias=G,
             tool_name=tool.name,
+            tool_joint_name=tool_entry.joint_name,
+            tool_attached_to=tool_entry.attached_to,
             tool_parent=tool.parentJoint - 1,
             tool_frame=data.oMf[tool_id].homogeneous.copy(),
             gravity=np.array(model.gravity.linear),
@@ -324,9 +340,12 @@ class Chain:
             body_frames.append(
                 model.addBodyFrame(self.link_names[i], jid, pin.SE3.Identity(), joint_frame)
             )
-        for frame in (*self.frames, self._tool()):
+        for frame in self.attached_frames:
             jid = frame.parent + 1
-            parent_frame = base_frame if frame.parent < 0 else body_frames[frame.parent]
+            if frame.attached_to is not None:
+                parent_frame = model.getFrameId(frame.attached_to)
+            else:
+                parent_frame = base_frame if frame.parent < 0 else body_frames[frame.parent]
             placement = pin.SE3(self.relative_to_link(frame))
             model.addFrame(
                 pin.Frame(frame.name, jid, parent_frame, placement, pin.FrameType.OP_FRAME)
@@ -346,8 +365,35 @@ class Chain:
             return frame.placement
         return lie.inverse(self.joint_frames[frame.parent]) @ frame.placement
 
-    def _tool(self) -> Frame:
-        return Frame(self.tool_name, self.tool_parent, self.tool_frame, f"{self.tool_name}_joint")
+    @property
+    def attached_frames(self) -> tuple[Frame, ...]:
+        """The attached frames and the tool frame, each after the frame it hangs from."""
+        tool = Frame(
+            self.tool_name, self.tool_parent, self.tool_frame,
+            self.tool_joint_name, self.tool_attached_to,
+        )  # fmt: skip
+        own_link = self.tool_name in self.link_names  # the tool is a link's own frame
+        pending, ordered, placed = [*self.frames, *(() if own_link else (tool,))], [], set()
+        while pending:
+            ready = [f for f in pending if f.attached_to is None or f.attached_to in placed]
+            if not ready:
+                names = ", ".join(f.name for f in pending)
+                raise WorkbenchError(f"frames {names} hang from frames that do not exist")
+            ordered += ready
+            placed.update(f.name for f in ready)
+            pending = [f for f in pending if f not in ready]
+        return tuple(ordered)
+
+    def placement_of(self, name: str) -> Array:
+        """Pose at q = 0 (base frame) of a link or attached frame by name."""
+        if name in self.link_names:
+            return self.joint_frames[self.link_names.index(name)]
+        for frame in self.attached_frames:
+            if frame.name == name:
+                return frame.placement
+        if name == self.base_name:
+            return np.eye(4)
+        raise WorkbenchError(f"unknown frame '{name}'")
 
     def to_urdf(self, path: str | os.PathLike) -> Path:
         """Write the chain as a URDF that Pinocchio loads back (atomically)."""

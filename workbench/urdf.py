@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench import inertia
+from workbench import inertia, lie
 from workbench.chain import REVOLUTE, Chain
 from workbench.io import atomic_write_text
 
@@ -65,14 +65,19 @@ def urdf_string(chain: Chain) -> str:
             ixx=_num(Ic[0, 0]), ixy=_num(Ic[0, 1]), ixz=_num(Ic[0, 2]),
             iyy=_num(Ic[1, 1]), iyz=_num(Ic[1, 2]), izz=_num(Ic[2, 2]),
         )  # fmt: skip
-    for frame in (*chain.frames, chain._tool()):
-        parent = chain.base_name if frame.parent < 0 else chain.link_names[frame.parent]
+    for frame in chain.attached_frames:
+        if frame.attached_to is not None:
+            parent = frame.attached_to
+            origin = lie.inverse(chain.placement_of(parent)) @ frame.placement
+        else:
+            parent = chain.base_name if frame.parent < 0 else chain.link_names[frame.parent]
+            origin = chain.relative_to_link(frame)
         joint = ET.SubElement(
             robot, "joint", name=frame.joint_name or f"{frame.name}_joint", type="fixed"
         )
         ET.SubElement(joint, "parent", link=parent)
         ET.SubElement(joint, "child", link=frame.name)
-        _origin(joint, chain.relative_to_link(frame))
+        _origin(joint, origin)
         ET.SubElement(robot, "link", name=frame.name)
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"

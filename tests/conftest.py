@@ -1,0 +1,28 @@
+"""Shared fixtures: reference robots and random states with fixed seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+
+# Serial chains and trees the verification runs on (DESIGN.md "Verification").
+ROBOTS = ("iiwa", "ur5", "panda_arm", "planar_2r", "talos_upper_body")
+
+
+@pytest.fixture(scope="session")
+def chains() -> dict[str, wb.Chain]:
+    return {name: wb.models.load(name) for name in ROBOTS}
+
+
+def random_state(chain: wb.Chain, samples: int, seed: int = 0):
+    """Joint positions within the limits and velocities/accelerations of order one."""
+    rng = np.random.default_rng(seed)
+    lower = np.maximum(chain.lower, -np.pi)
+    upper = np.minimum(chain.upper, np.pi)
+    q = rng.uniform(lower, upper, size=(samples, chain.n))
+    dq = rng.normal(size=(samples, chain.n))
+    ddq = rng.normal(size=(samples, chain.n))
+    f_tool = rng.normal(scale=20.0, size=(samples, 6))
+    return q, dq, ddq, f_tool
