@@ -28,9 +28,7 @@ def as_samples(
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != width:
-        raise WorkbenchError(
-            f"{what} has shape {np.shape(x)}; expected ({width},) or (N, {width})"
-        )
+        raise WorkbenchError(f"{what} has shape {np.shape(x)}; expected ({width},) or (N, {width})")
     bad = ~np.isfinite(arr)
     if bad.any():
         sample, column = np.argwhere(bad)[0]

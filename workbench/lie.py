@@ -220,14 +220,13 @@ def left_jacobian_se3(V: ArrayLike) -> Array:
     s = np.where(small, 1.0, t)
     sin, cos = np.sin(s), np.cos(s)
     c1 = np.where(small, 0.5 - t**4 / 720.0, (4.0 - s * sin - 4.0 * cos) / (2 * s**2))
-    c2 = np.where(
-        small, 1.0 / 6.0 - t**4 / 5040.0, (4.0 * s - 5.0 * sin + s * cos) / (2 * s**3)
-    )
+    c2 = np.where(small, 1.0 / 6.0 - t**4 / 5040.0, (4.0 * s - 5.0 * sin + s * cos) / (2 * s**3))
     c3 = np.where(
         small, 1.0 / 24.0 - t**2 / 360.0 + t**4 / 13440.0, (2.0 - s * sin - 2.0 * cos) / (2 * s**4)
     )
     c4 = np.where(
-        small, 1.0 / 120.0 - t**2 / 2520.0 + t**4 / 120960.0,
+        small,
+        1.0 / 120.0 - t**2 / 2520.0 + t**4 / 120960.0,
         (2.0 * s - 3.0 * sin + s * cos) / (2 * s**5),
     )
     return (

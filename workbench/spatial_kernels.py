@@ -60,9 +60,7 @@ def dot3(a, b):
 
 @leaf
 def dot6(a, b):
-    return (
-        a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
-    )
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
 @leaf

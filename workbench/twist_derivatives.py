@@ -310,7 +310,7 @@ def _derivatives_kernel(
                 else:
                     deta[s, :, 6 * j + kind - 3] = col
         # tool frame: d tau_i = S_i^T ad*_{f_w} Ad_{T_p} e on the path to the tool
-        deta[s, :, 6 * n:] = 0.0
+        deta[s, :, 6 * n :] = 0.0
         if has_tool:
             k = km.tool_parent
             for d in range(6):

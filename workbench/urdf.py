@@ -27,9 +27,7 @@ def _vec(x) -> str:
 def _origin(parent: ET.Element, T: np.ndarray) -> None:
     import pinocchio as pin
 
-    ET.SubElement(
-        parent, "origin", xyz=_vec(T[:3, 3]), rpy=_vec(pin.rpy.matrixToRpy(T[:3, :3]))
-    )
+    ET.SubElement(parent, "origin", xyz=_vec(T[:3, 3]), rpy=_vec(pin.rpy.matrixToRpy(T[:3, :3])))
 
 
 def urdf_string(chain: Chain) -> str:

@@ -24,8 +24,10 @@ def run(args: argparse.Namespace) -> int:
 
     chain = models.load(args.model, tool_frame=args.tool)
     np.set_printoptions(precision=4, suppress=True)
-    print(f"{chain.name}: {chain.n} joints, base '{chain.base_name}', "
-          f"total mass {chain.phi[:, 0].sum():.4f} kg, gravity {chain.gravity}")
+    print(
+        f"{chain.name}: {chain.n} joints, base '{chain.base_name}', "
+        f"total mass {chain.phi[:, 0].sum():.4f} kg, gravity {chain.gravity}"
+    )
     header = (
         f"{'#':>3} {'joint':<22} {'kind':<9} {'parent joint':<18} "
         f"{'omega':<26} {'v':<26} {'mass':>8}"
@@ -35,13 +37,17 @@ def run(args: argparse.Namespace) -> int:
     for i in range(chain.n):
         parent = chain.base_name if chain.parents[i] < 0 else chain.joint_names[chain.parents[i]]
         w, v = chain.twists[i, :3], chain.twists[i, 3:]
-        print(f"{i:>3} {chain.joint_names[i]:<22} {chain.joint_kinds[i]:<9} {parent:<18} "
-              f"{_vec(w):<26} {_vec(v):<26} {chain.phi[i, 0]:>8.4f}")
+        print(
+            f"{i:>3} {chain.joint_names[i]:<22} {chain.joint_kinds[i]:<9} {parent:<18} "
+            f"{_vec(w):<26} {_vec(v):<26} {chain.phi[i, 0]:>8.4f}"
+        )
     print()
     print(f"{'joint':<22} {'lower':>9} {'upper':>9} {'velocity':>9} {'effort':>9}")
     for i in range(chain.n):
-        print(f"{chain.joint_names[i]:<22} {chain.lower[i]:>9.4f} {chain.upper[i]:>9.4f} "
-              f"{chain.velocity_limit[i]:>9.4f} {chain.effort_limit[i]:>9.4f}")
+        print(
+            f"{chain.joint_names[i]:<22} {chain.lower[i]:>9.4f} {chain.upper[i]:>9.4f} "
+            f"{chain.velocity_limit[i]:>9.4f} {chain.effort_limit[i]:>9.4f}"
+        )
     print()
     parent = "base" if chain.tool_parent < 0 else chain.link_names[chain.tool_parent]
     print(f"tool frame '{chain.tool_name}' on link '{parent}', at q = 0:")
