@@ -14,6 +14,7 @@ from tests.pinocchio_reference import rnea, tool_fext
 from workbench.twist_derivatives import (
     forward_dynamics_derivatives,
     identifiable_eta_basis,
+    rnea_derivatives,
     rnea_derivatives_pinocchio,
     twist_derivatives,
     twist_null_directions,
@@ -87,7 +88,11 @@ def test_state_partials_equal_compute_rnea_derivatives(chains, name):
         assert relative_error(d.dtau_dq[s], data.dtau_dq) < 1e-10
         assert relative_error(d.dtau_dv[s], data.dtau_dv) < 1e-10
         assert relative_error(d.dtau_da[s], M) < 1e-10
-    # the Pinocchio path offered by the project agrees with the kernel
+    # the state-only kernel and the Pinocchio path offered by the project agree
+    for ours, full in zip(
+        rnea_derivatives(chain, q, dq, ddq, f), (d.dtau_dq, d.dtau_dv, d.dtau_da)
+    ):
+        np.testing.assert_array_equal(ours, full)
     dq_pin, dv_pin, M_pin = rnea_derivatives_pinocchio(chain, q, dq, ddq, f)
     assert relative_error(d.dtau_dv, dv_pin) < 1e-10
     assert relative_error(d.dtau_dq, dq_pin) < 1e-10

@@ -29,8 +29,8 @@ def as_samples(
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != width:
         raise WorkbenchError(f"{what} has shape {np.shape(x)}; expected ({width},) or (N, {width})")
-    bad = ~np.isfinite(arr)
-    if bad.any():
+    if not np.isfinite(arr).all():
+        bad = ~np.isfinite(arr)
         sample, column = np.argwhere(bad)[0]
         name = labels[column] if labels is not None else f"column {column}"
         where = f"sample {sample}, " if batched else ""

@@ -241,13 +241,14 @@ def run_batched(kernel, n_samples: int, *args) -> None:
         job.result()
 
 
-def _cores() -> int:
+def available_cores() -> int:
+    """Cores this process may run on (the default size of the kernel thread pool)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
 
-_POOL_SIZE = _cores()
+_POOL_SIZE = available_cores()
 
 
 def set_num_threads(threads: int) -> None:

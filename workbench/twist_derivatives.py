@@ -282,7 +282,7 @@ def _derivatives_kernel(
         xi, dS, u, w = gen[0], gen[1], gen[2], gen[3]
         for j in range(n):
             p = km.parents[j]
-            for kind in range(3 + 6):
+            for kind in range(3 + (6 if deta.shape[2] > 0 else 0)):
                 xi[:] = 0.0
                 dS[:] = 0.0
                 unit_dq = 1.0 if kind == 1 else 0.0
@@ -311,7 +311,7 @@ def _derivatives_kernel(
                     deta[s, :, 6 * j + kind - 3] = col
         # tool frame: d tau_i = S_i^T ad*_{f_w} Ad_{T_p} e on the path to the tool
         deta[s, :, 6 * n :] = 0.0
-        if has_tool:
+        if has_tool and deta.shape[2] > 0:
             k = km.tool_parent
             for d in range(6):
                 e[:] = 0.0
@@ -358,6 +358,31 @@ class ForwardDynamicsDerivatives:
     dddq_dq: Array  # (N, n, n)
     dddq_dv: Array  # (N, n, n)
     dddq_dtau: Array  # (N, n, n) = M^{-1}
+
+
+def rnea_derivatives(
+    chain: Chain,
+    q: ArrayLike,
+    dq: ArrayLike,
+    ddq: ArrayLike,
+    f_tool: ArrayLike | None = None,
+) -> tuple[Array, Array, Array]:
+    """State partials only, (d tau/dq, d tau/d dq, M), each (N, n, n).
+
+    The kernel of :func:`twist_derivatives` without its eta columns (a
+    third of the work); the same numbers as Pinocchio's
+    ``computeRNEADerivatives`` (see :func:`rnea_derivatives_pinocchio`).
+    """
+    state = check_state(chain, q, dq, ddq, f_tool)
+    N, n = state.q.shape
+    out = np.empty((3, N, n, n))
+    f = np.zeros((0, 6)) if state.f_tool is None else state.f_tool
+    sk.run_batched(
+        _derivatives_kernel, N, kernel_model(chain), chain.ancestors,
+        state.q, state.dq, state.ddq, f, np.empty((N, n)), np.empty((N, n, 0)),
+        out[0], out[1], out[2],
+    )  # fmt: skip
+    return out[0], out[1], out[2]
 
 
 def forward_dynamics_derivatives(

@@ -1,0 +1,46 @@
+"""Timing helpers shared by the benchmark scripts (not part of the library)."""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# Benchmarks import the test-only references (e.g. tests/casadi_reference.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` untimed runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine() -> str:
+    """One line describing the machine and the library versions."""
+    import casadi
+    import numba
+    import numpy
+    import pinocchio
+
+    from workbench.spatial_kernels import available_cores
+
+    return (
+        f"{platform.processor() or platform.machine()}, {available_cores()} "
+        f"cores, Python {platform.python_version()}, numpy {numpy.__version__}, "
+        f"numba {numba.__version__}, pinocchio {pinocchio.__version__}, casadi {casadi.__version__}"
+    )
+
+
+def row(*cells: object) -> str:
+    """A markdown table row."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
