@@ -90,7 +90,7 @@ def test_state_partials_equal_compute_rnea_derivatives(chains, name):
         assert relative_error(d.dtau_da[s], M) < 1e-10
     # the state-only kernel and the Pinocchio path offered by the project agree
     for ours, full in zip(
-        rnea_derivatives(chain, q, dq, ddq, f), (d.dtau_dq, d.dtau_dv, d.dtau_da)
+        rnea_derivatives(chain, q, dq, ddq, f), (d.dtau_dq, d.dtau_dv, d.dtau_da), strict=True
     ):
         np.testing.assert_array_equal(ours, full)
     dq_pin, dv_pin, M_pin = rnea_derivatives_pinocchio(chain, q, dq, ddq, f)
