@@ -134,6 +134,23 @@ def left_jacobian_so3(w: ArrayLike) -> Array:
     return np.eye(3) + b[..., None, None] * W + c[..., None, None] * (W @ W)
 
 
+def left_jacobian_inverse_so3(w: ArrayLike) -> Array:
+    """Inverse of :func:`left_jacobian_so3`: I - [w]/2 + k [w]^2, k = (1 - a / (2 b)) / t^2.
+
+    It maps a left perturbation of R = exp([w]) back to a change of w:
+    ``log(exp([d]) R) = w + J_l^{-1}(w) d`` to first order; (..., 3) -> (..., 3, 3).
+    """
+    w = np.asarray(w, dtype=float)
+    theta = np.linalg.norm(w, axis=-1)
+    a, b, _ = _rotation_coefficients(theta)
+    small = theta < _SMALL_ANGLE
+    t2 = theta * theta
+    series = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0 + t2**3 / 1209600.0
+    k = np.where(small, series, (1.0 - a / (2.0 * b)) / np.where(small, 1.0, t2))
+    W = hat3(w)
+    return np.eye(3) - 0.5 * W + k[..., None, None] * (W @ W)
+
+
 def exp_se3(V: ArrayLike) -> Array:
     """Homogeneous transform exp([V]); (..., 6) -> (..., 4, 4)."""
     V = np.asarray(V, dtype=float)
@@ -148,18 +165,8 @@ def log_se3(T: ArrayLike) -> Array:
     """Twist V with exp([V]) = T, rotation angle in [0, pi]; (..., 4, 4) -> (..., 6)."""
     T = np.asarray(T, dtype=float)
     w = log_so3(T[..., :3, :3])
-    p = T[..., :3, 3]
-    theta = np.linalg.norm(w, axis=-1)
-    a, b, _ = _rotation_coefficients(theta)
-    small = theta < _SMALL_ANGLE
-    t2 = np.where(small, 1.0, theta * theta)
-    # J_l^{-1} = I - [w]/2 + k [w]^2 with k = (1 - a / (2 b)) / theta^2.
-    th2 = theta * theta
-    series = 1.0 / 12.0 + th2 / 720.0 + th2 * th2 / 30240.0 + th2**3 / 1209600.0
-    k = np.where(small, series, (1.0 - a / (2.0 * b)) / t2)
-    W = hat3(w)
-    Jinv = np.eye(3) - 0.5 * W + k[..., None, None] * (W @ W)
-    return np.concatenate([w, np.einsum("...ij,...j->...i", Jinv, p)], axis=-1)
+    v = np.einsum("...ij,...j->...i", left_jacobian_inverse_so3(w), T[..., :3, 3])
+    return np.concatenate([w, v], axis=-1)
 
 
 def inverse(T: ArrayLike) -> Array:

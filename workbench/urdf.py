@@ -30,8 +30,14 @@ def _origin(parent: ET.Element, T: np.ndarray) -> None:
     ET.SubElement(parent, "origin", xyz=_vec(T[:3, 3]), rpy=_vec(pin.rpy.matrixToRpy(T[:3, :3])))
 
 
-def urdf_string(chain: Chain) -> str:
-    """The URDF text of ``chain``: one link per joint (frame = joint frame), fixed frames, tool."""
+def urdf_string(chain: Chain, meshes: dict[str, list[str]] | None = None) -> str:
+    """The URDF text of ``chain``: one link per joint (frame = joint frame), fixed frames, tool.
+
+    ``meshes`` maps a link name to mesh files (paths relative to the URDF,
+    vertices in the link's frame) that become its visual and collision
+    geometry.
+    """
+    meshes = meshes or {}
     robot = ET.Element("robot", name=chain.name)
     ET.SubElement(robot, "link", name=chain.base_name)
     m, c, I_c = inertia.com_from_phi(inertia.phi_from_matrix(chain.local_inertias()))
@@ -53,6 +59,10 @@ def urdf_string(chain: Chain) -> str:
             velocity=_num(chain.velocity_limit[i]),
         )
         link = ET.SubElement(robot, "link", name=chain.link_names[i])
+        for filename in meshes.get(chain.link_names[i], ()):
+            for kind in ("visual", "collision"):
+                geometry = ET.SubElement(ET.SubElement(link, kind), "geometry")
+                ET.SubElement(geometry, "mesh", filename=filename)
         inertial = ET.SubElement(link, "inertial")
         ET.SubElement(inertial, "origin", xyz=_vec(c[i]), rpy="0 0 0")
         ET.SubElement(inertial, "mass", value=_num(m[i]))
@@ -81,6 +91,8 @@ def urdf_string(chain: Chain) -> str:
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
 
-def write_urdf(chain: Chain, path: str | os.PathLike) -> Path:
-    """Write ``chain`` to ``path`` as URDF, atomically."""
-    return atomic_write_text(path, urdf_string(chain))
+def write_urdf(
+    chain: Chain, path: str | os.PathLike, meshes: dict[str, list[str]] | None = None
+) -> Path:
+    """Write ``chain`` to ``path`` as URDF, atomically (``meshes`` as in :func:`urdf_string`)."""
+    return atomic_write_text(path, urdf_string(chain, meshes))
