@@ -53,7 +53,7 @@ from workbench.chain import Chain
 from workbench.dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.twist_derivatives import twist_derivatives
+from workbench.twist_derivatives import rnea_derivatives, twist_derivatives
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5")
 ACTIVE = np.array([0, 3])  # q1, q4
@@ -206,6 +206,69 @@ class FiveBar:
             lie.left_jacobian_inverse_so3(r) @ np.swapaxes(R[4], -1, -2) @ np.swapaxes(signed, 1, 2)
         )
 
+    def closure(self, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> tuple[Array, Array]:
+        """Loop closure at position, velocity and acceleration level and its Jacobian.
+
+        Returns c (N, 9) = [r(q), w_v, w_a] and dc / d[q, dq, ddq] (N, 9, 15):
+        ``r`` is :meth:`loop_residual`, ``w_v = G dq`` and ``w_a = G ddq + b``
+        the differences of link 3's angular velocity and acceleration
+        between the two branches (world frame), with ``G = [w1', w2', w3',
+        -w4', -w5']`` and ``b = (w1 dq1) x w2' dq2 + (w1 dq1 + w2' dq2) x w3' dq3
+        - (w4 dq4) x w5' dq5``. A consistent closed-chain motion has c = 0.
+        """
+        q, _ = self._samples(q, "q")
+        dq, _ = self._samples(dq, "dq")
+        ddq, _ = self._samples(ddq, "ddq")
+        N = len(q)
+        R, w = self._rotations(q)
+        sign = np.array([1.0, 1.0, 1.0, -1.0, -1.0])
+        G = np.swapaxes(w * sign[None, :, None], 1, 2)  # (N, 3, 5)
+        # d w_i' / d q_j = w_j' x w_i' for j before i on its branch
+        dw_dq = np.zeros((N, 5, 3, 5))
+        for i, before in ((1, (0,)), (2, (0, 1)), (4, (3,))):
+            for j in before:
+                dw_dq[:, i, :, j] = np.cross(w[:, j], w[:, i])
+        v1 = w[:, 0] * dq[:, 0, None]  # angular velocity of link 1
+        v2 = v1 + w[:, 1] * dq[:, 1, None]  # link 2
+        v4 = w[:, 3] * dq[:, 3, None]  # link 4
+        b = (
+            np.cross(v1, w[:, 1]) * dq[:, 1, None]
+            + np.cross(v2, w[:, 2]) * dq[:, 2, None]
+            - np.cross(v4, w[:, 4]) * dq[:, 4, None]
+        )
+        c = np.concatenate(
+            [
+                lie.log_so3(np.swapaxes(R[4], -1, -2) @ R[2]),
+                (G @ dq[..., None])[..., 0],
+                (G @ ddq[..., None])[..., 0] + b,
+            ],
+            axis=1,
+        )
+        J = np.zeros((N, 9, 15))
+        J[:, :3, :5] = self.loop_jacobian(q)
+        J[:, 3:6, :5] = np.einsum("nikj,i,ni->nkj", dw_dq, sign, dq)
+        J[:, 3:6, 5:10] = G
+        J[:, 6:9, 10:15] = G
+        db_dq = (
+            np.cross(v1[:, :, None], dw_dq[:, 1], axis=1) * dq[:, 1, None, None]
+            + np.cross(dw_dq[:, 1] * dq[:, 1, None, None], w[:, 2, :, None], axis=1)
+            * dq[:, 2, None, None]
+            + np.cross(v2[:, :, None], dw_dq[:, 2], axis=1) * dq[:, 2, None, None]
+            - np.cross(v4[:, :, None], dw_dq[:, 4], axis=1) * dq[:, 4, None, None]
+        )
+        J[:, 6:9, :5] = np.einsum("nikj,i,ni->nkj", dw_dq, sign, ddq) + db_dq
+        x12 = np.cross(w[:, 0], w[:, 1])
+        x13 = np.cross(w[:, 0], w[:, 2])
+        x23 = np.cross(w[:, 1], w[:, 2])
+        x45 = np.cross(w[:, 3], w[:, 4])
+        d = dq[:, :, None]
+        J[:, 6:9, 5] = x12 * d[:, 1] + x13 * d[:, 2]
+        J[:, 6:9, 6] = np.cross(v1, w[:, 1]) + x23 * d[:, 2]
+        J[:, 6:9, 7] = np.cross(v2, w[:, 2])
+        J[:, 6:9, 8] = -x45 * d[:, 4]
+        J[:, 6:9, 9] = -np.cross(v4, w[:, 4])
+        return c, J
+
     def _g(self, w: Array) -> tuple[Array, Array]:
         """g_p = [w2', w3', -w5'] (N, 3, 3) and g_a = [w1', -w4'] (N, 3, 2) (eq. 12)."""
         g_p = np.stack([w[:, 1], w[:, 2], -w[:, 4]], axis=-1)
@@ -353,24 +416,39 @@ class FiveBar:
         return tau if batched else tau[0]
 
     def torque_derivatives(
-        self, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike, f_tool: ArrayLike | None = None
+        self,
+        q: ArrayLike,
+        dq: ArrayLike,
+        ddq: ArrayLike,
+        f_tool: ArrayLike | None = None,
+        with_eta: bool = True,
     ) -> TorqueDerivatives:
-        """tau_pr and d tau_pr / d lambda for N samples (eq. 14, see the module docstring)."""
+        """tau_pr and d tau_pr / d lambda for N samples (eq. 14, see the module docstring).
+
+        ``with_eta=False`` skips the eta columns (left zero), a third of the
+        work, for callers that need the state partials only.
+        """
         q, _ = self._samples(q, "q")
         dq, _ = self._samples(dq, "dq")
         ddq, _ = self._samples(ddq, "ddq")
         N = len(q)
-        tree = twist_derivatives(self.chain, q[:, TREE], dq[:, TREE], ddq[:, TREE], f_tool)
+        state = q[:, TREE], dq[:, TREE], ddq[:, TREE]
         S = np.zeros((N, 5, N_LAMBDA))  # tree torques (tau_5 = 0) against lambda
-        S[:, :4, :24] = tree.dtau_deta[..., :24]
-        S[:, :4, 30:36] = tree.dtau_deta[..., 24:]
-        S[:, :4, 36 + TREE] = tree.dtau_dq
-        S[:, :4, 41 + TREE] = tree.dtau_dv
-        S[:, :4, 46 + TREE] = tree.dtau_da
+        if with_eta:
+            tree = twist_derivatives(self.chain, *state, f_tool)
+            tau_tr = tree.tau
+            partials = tree.dtau_dq, tree.dtau_dv, tree.dtau_da
+            S[:, :4, :24] = tree.dtau_deta[..., :24]
+            S[:, :4, 30:36] = tree.dtau_deta[..., 24:]
+        else:
+            tau_tr = np.atleast_2d(inverse_dynamics(self.chain, *state, f_tool))
+            partials = rnea_derivatives(self.chain, *state, f_tool)
+        for k, block in enumerate(partials):
+            S[:, :4, 36 + 5 * k + TREE] = block
         R, w = self._rotations(q)
         g_p, g_a = self._checked_g_p(w)
         J_p = -np.linalg.solve(g_p, g_a)
-        tau_p = np.stack([tree.tau[:, 1], tree.tau[:, 2], np.zeros(N)], axis=-1)
+        tau_p = np.stack([tau_tr[:, 1], tau_tr[:, 2], np.zeros(N)], axis=-1)
         tau_hat = np.linalg.solve(np.swapaxes(g_p, -1, -2), tau_p[..., None])[..., 0]
         dw = self._axis_derivatives(q, R, w)  # (N, 5, 3, 51)
         contracted = np.einsum("nk,nikl->nil", tau_hat, dw)  # tau_hat . dw_i'
@@ -378,7 +456,7 @@ class FiveBar:
         geometric_p = np.stack([contracted[:, 1], contracted[:, 2], -contracted[:, 4]], axis=1)
         G = np.swapaxes(g_a, -1, -2) @ np.linalg.solve(np.swapaxes(g_p, -1, -2), geometric_p)
         D = S[:, ACTIVE] + np.swapaxes(J_p, -1, -2) @ S[:, [1, 2, 4]] - geometric_a + G
-        tau = tree.tau[:, [0, 3]] + (np.swapaxes(J_p, -1, -2) @ tau_p[..., None])[..., 0]
+        tau = tau_tr[:, [0, 3]] + (np.swapaxes(J_p, -1, -2) @ tau_p[..., None])[..., 0]
         return TorqueDerivatives(tau, D[..., :36], D[..., 36:41], D[..., 41:46], D[..., 46:])
 
     def _axis_derivatives(self, q: Array, R: Array, w: Array) -> Array:
@@ -411,15 +489,19 @@ class FiveBar:
         p = R[2] @ self.chain.tool_frame[:3, 2]
         return p if batched else p[0]
 
-    def pointing_jacobian(self, q: ArrayLike) -> Array:
-        """d pointing / d qa (N, 3, 2) along the closed loop (passive joints follow)."""
+    def pointing_derivative(self, q: ArrayLike) -> Array:
+        """d pointing / d q (N, 3, 5): partials in the five joint values (w_j' x p, j = 1, 2, 3)."""
         q, _ = self._samples(q, "q")
         R, w = self._rotations(q)
         p = R[2] @ self.chain.tool_frame[:3, 2]
         dp_dq = np.zeros((len(q), 3, 5))
         for j in range(3):
             dp_dq[:, :, j] = np.cross(w[:, j], p)
-        return dp_dq @ self.velocity_map(q)
+        return dp_dq
+
+    def pointing_jacobian(self, q: ArrayLike) -> Array:
+        """d pointing / d qa (N, 3, 2) along the closed loop (passive joints follow)."""
+        return self.pointing_derivative(q) @ self.velocity_map(q)
 
     # ------------------------------------------------- forward dynamics
     def forward_dynamics(self, q: ArrayLike, dqa: ArrayLike, tau: ArrayLike) -> tuple[Array, Array]:
