@@ -134,5 +134,6 @@ def main() -> None:
     for N in args.sizes:
         measure(chain, N, rng, args.repeats, cores, jac, plus, minus, model)
 
+
 if __name__ == "__main__":
     main()
