@@ -11,7 +11,7 @@ import workbench as wb
 from tests.casadi_reference import inverse_dynamics_function
 from tests.conftest import random_state
 from tests.pinocchio_reference import rnea, tool_fext
-from workbench.twist_derivatives import (
+from workbench.differential_dynamics import (
     forward_dynamics_derivatives,
     identifiable_eta_basis,
     rnea_derivatives,

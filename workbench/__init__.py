@@ -40,19 +40,23 @@ _LAZY_SUBMODULES = {
 _LAZY_ATTRIBUTES = {
     "Chain": "workbench.chain",
     "inverse_dynamics": "workbench.dynamics",
-    "twist_derivatives": "workbench.twist_derivatives",
-    "forward_dynamics_derivatives": "workbench.twist_derivatives",
-    "time_derivatives": "workbench.time_derivatives",
+    "twist_derivatives": "workbench.differential_dynamics",
+    "rnea_derivatives": "workbench.differential_dynamics",
+    "forward_dynamics_derivatives": "workbench.differential_dynamics",
+    "identifiable_eta_basis": "workbench.differential_dynamics",
+    "time_derivatives": "workbench.higher_order_dynamics",
+    "mass_matrix_derivatives": "workbench.higher_order_dynamics",
+    "flexible_joint_motor_trajectory": "workbench.higher_order_dynamics",
+    "mass_matrix": "workbench.dynamic_matrices",
+    "coriolis_matrix": "workbench.dynamic_matrices",
+    "gravity_torques": "workbench.dynamic_matrices",
+    "task_space_dynamics": "workbench.dynamic_matrices",
 }
 
 __all__ = [
-    "Chain",
     "WorkbenchError",
     "errors",
-    "forward_dynamics_derivatives",
-    "inverse_dynamics",
-    "time_derivatives",
-    "twist_derivatives",
+    *sorted(_LAZY_ATTRIBUTES),
     *sorted(_LAZY_SUBMODULES),
 ]
 

@@ -16,6 +16,9 @@ from workbench.errors import WorkbenchError
 
 COMMANDS = {
     "info": "workbench.commands.info",
+    "view": "workbench.commands.view",
+    "calibrate": "workbench.commands.calibrate",
+    "simulate-log": "workbench.commands.simulate_log",
 }
 
 

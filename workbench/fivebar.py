@@ -50,10 +50,10 @@ from numpy.typing import ArrayLike
 from workbench import lie
 from workbench.arrays import as_samples
 from workbench.chain import Chain
+from workbench.differential_dynamics import rnea_derivatives, twist_derivatives
 from workbench.dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.twist_derivatives import rnea_derivatives, twist_derivatives
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5")
 ACTIVE = np.array([0, 3])  # q1, q4

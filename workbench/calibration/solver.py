@@ -1,0 +1,201 @@
+"""Levenberg-Marquardt on a manifold of models, in an identifiable subspace, with IRLS.
+
+The calibrations linearise a model ``x`` (a Chain and friction, ...) at
+``delta = 0``: ``r(x + delta) ~ r(x) + J delta``, where ``x + delta`` is
+the model's own update (``retract``, e.g. ``Chain.with_eta``, seed 000
+eq. 6, relinearised at every iteration). Only directions the data see are
+moved: ``subspace(x, J)`` returns a matrix S (p, k) and the step is
+``delta = S z``. The subspace is fixed in dimension k at the nominal model
+(the numerically identifiable directions, see :func:`identifiable_subspace`).
+
+Robust losses (Huber, soft-L1, scale ``f_scale``) enter through iteratively
+reweighted least squares: weights ``w = rho'(r^2) `` from the residuals of the
+current model (Holland & Welsch), recomputed at every iteration.
+
+Parameter covariance after convergence: ``sigma^2 (J_S^T W J_S)^-1`` in z,
+mapped to delta by S, with ``sigma^2 = sum w r^2 / (m - k)``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+LOSSES = ("linear", "huber", "soft_l1")
+
+
+@dataclass(frozen=True)
+class Subspace:
+    """Identifiable directions: columns of ``basis`` (p, k); the rest is listed in ``null``."""
+
+    basis: Array  # (p, k)
+    null: Array  # (p, p - k) unit directions the data do not see (at the nominal)
+    singular_values: Array  # of the column-scaled Jacobian, descending
+    condition_number: float
+
+
+def identifiable_subspace(
+    J: Array, prior: Array, rank: int | None = None, rtol: float = 1e-8
+) -> Subspace:
+    """SVD of ``J @ prior`` (columns scaled to unit norm): the directions it resolves.
+
+    ``prior`` (p, m) spans the candidate directions (e.g. the eta directions
+    that change a twist, ``identifiable_eta_basis``); singular values below
+    ``rtol`` times the largest are not identifiable unless ``rank`` is given.
+    """
+    Jp = J @ prior
+    scale = np.linalg.norm(Jp, axis=0)
+    scale = np.where(scale > 1e-10 * scale.max(), scale, 1.0)  # unseen columns stay ~0
+    X = Jp / scale
+    if X.shape[0] > X.shape[1]:  # same singular values and V, much faster for tall J
+        X = np.linalg.qr(X, mode="r")
+    _, s, Vt = np.linalg.svd(X, full_matrices=False)
+    if Vt.shape[0] < Vt.shape[1]:  # fewer residuals than candidate directions
+        Vt = np.vstack([Vt, _orthogonal_complement(Vt.T).T])
+        s = np.concatenate([s, np.zeros(Vt.shape[0] - s.shape[0])])
+    if rank is None:
+        rank = int(np.sum(s > rtol * s[0]))
+    V = Vt.T / scale[:, None]
+    basis, _ = np.linalg.qr(prior @ V[:, :rank])
+    # unseen directions: inside prior (small singular values) and outside prior
+    inside = prior @ V[:, rank:]
+    inside = inside / np.linalg.norm(inside, axis=0)
+    outside = _orthogonal_complement(np.linalg.qr(prior)[0])
+    null = np.hstack([inside, outside])
+    cond = float(s[0] / s[rank - 1]) if rank > 0 else np.inf
+    return Subspace(basis, null, s, cond)
+
+
+def _orthogonal_complement(Q: Array) -> Array:
+    U, s, _ = np.linalg.svd(Q, full_matrices=True)
+    return U[:, int(np.sum(s > 1e-9)) :]
+
+
+def irls_weights(r: Array, loss: str, f_scale: float) -> Array:
+    """IRLS weights rho'(z) of ``r / f_scale``: 1 (linear), min(1, 1/|z|) (Huber), (1+z^2)^-1/2."""
+    if loss == "linear":
+        return np.ones_like(r)
+    z = np.abs(r) / f_scale
+    if loss == "huber":
+        return np.where(z <= 1.0, 1.0, 1.0 / np.maximum(z, 1.0))
+    if loss == "soft_l1":
+        return 1.0 / np.sqrt(1.0 + z**2)
+    raise WorkbenchError(f"unknown loss '{loss}'; choose one of {', '.join(LOSSES)}")
+
+
+def robust_cost(r: Array, loss: str, f_scale: float) -> float:
+    """Sum of rho(r): r^2 / 2 (linear), Huber, or soft-L1, each scaled by f_scale^2."""
+    if loss == "linear":
+        return 0.5 * float(r @ r)
+    z = np.abs(r) / f_scale
+    if loss == "huber":
+        rho = np.where(z <= 1.0, 0.5 * z**2, z - 0.5)
+    else:
+        rho = np.sqrt(1.0 + z**2) - 1.0
+    return float(f_scale**2 * rho.sum())
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Result of :func:`levenberg_marquardt`."""
+
+    model: Any
+    residual: Array
+    weights: Array
+    S: Array  # subspace basis at the solution
+    covariance: Array  # (p, p) of delta at the solution
+    sigma: float  # residual standard deviation (weighted)
+    iterations: int
+    costs: tuple[float, ...]
+
+
+def levenberg_marquardt(
+    model: Any,
+    evaluate: Callable[[Any], tuple[Array, Array]],
+    retract: Callable[[Any, Array], Any],
+    subspace: Callable[[Any, Array], Array],
+    *,
+    loss: str = "linear",
+    f_scale: float = 1.0,
+    max_iterations: int = 50,
+    xtol: float = 1e-13,
+    ftol: float = 1e-15,
+    progress: bool = False,
+    label: str = "lm",
+) -> Solution:
+    """Minimise sum rho(r(model)) by LM steps ``model <- retract(model, S z)``.
+
+    ``evaluate(model) -> (r (m,), J (m, p))`` with J = d r / d delta at
+    delta = 0; ``subspace(model, J) -> S (p, k)``. Damping is Marquardt's
+    (``lambda diag(J^T W J)``), divided by 3 on success and doubled on
+    failure. Stops when the step ``|S z|`` is below ``xtol (1 + ...)`` or the
+    relative cost decrease below ``ftol``. One line per iteration goes to
+    stderr when ``progress``.
+    """
+    r, J = evaluate(model)
+    w = irls_weights(r, loss, f_scale)
+    cost = robust_cost(r, loss, f_scale)
+    costs = [cost]
+    lam = 1e-6
+    iteration = 0
+    for iteration in range(1, max_iterations + 1):
+        S = subspace(model, J)
+        JS = J @ S
+        A = JS.T @ (w[:, None] * JS)
+        g = JS.T @ (w * r)
+        diag = np.diag(A).copy()
+        improved = False
+        while lam < 1e16:
+            try:
+                z = -np.linalg.solve(A + lam * np.diag(diag), g)
+            except np.linalg.LinAlgError:
+                lam *= 10.0
+                continue
+            delta = S @ z
+            trial = retract(model, delta)
+            r_new, J_new = evaluate(trial)
+            cost_new = robust_cost(r_new, loss, f_scale)
+            if cost_new <= cost:
+                improved = True
+                break
+            lam *= 2.0
+        if not improved:
+            break
+        decrease = cost - cost_new
+        model, r, J, cost = trial, r_new, J_new, cost_new
+        w = irls_weights(r, loss, f_scale)
+        costs.append(cost)
+        lam = max(lam / 3.0, 1e-12)
+        step = float(np.linalg.norm(delta))
+        if progress:
+            rms = float(np.sqrt(np.mean(r**2)))
+            print(
+                f"{label}: iteration {iteration:3d}  cost {cost:.6e}  rms {rms:.3e}  "
+                f"step {step:.2e}  lambda {lam:.1e}",
+                file=sys.stderr,
+            )
+        if step < xtol or decrease <= ftol * max(cost, 1e-300):
+            break
+    S = subspace(model, J)
+    JS = J @ S
+    A = JS.T @ (w[:, None] * JS)
+    dof = max(r.shape[0] - S.shape[1], 1)
+    sigma2 = float((w * r) @ r) / dof
+    cov_z = sigma2 * np.linalg.pinv(A)
+    return Solution(
+        model=model,
+        residual=r,
+        weights=w,
+        S=S,
+        covariance=S @ cov_z @ S.T,
+        sigma=float(np.sqrt(sigma2)),
+        iterations=iteration,
+        costs=tuple(costs),
+    )

@@ -1,0 +1,51 @@
+"""Show a trajectory of a robot in meshcat: live in the browser, or as one HTML file.
+
+RESULT is a results directory (holding trajectory.npz) or a trajectory .npz
+with arrays t (K,) in seconds and q (K, n). The default model is the
+project's spherical five-bar (q: joints 1..5, the closed loop is drawn);
+--model takes a shipped or example-robot-data model name or a URDF path, and
+then q holds the model's Pinocchio configurations.
+
+With --html FILE the animated scene is written to FILE, a self-contained page
+that opens offline, and the command returns. Otherwise the scene goes to a
+meshcat server (a new one on localhost, or the one at --zmq-url) and the
+command prints the viewer's URL and runs until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+HELP = "show a trajectory in meshcat (live or as a self-contained HTML file)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("result", metavar="RESULT", help="results directory or trajectory .npz")
+    parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML file")
+    parser.add_argument(
+        "--model", metavar="MODEL", help="model name or URDF path (default: the five-bar)"
+    )
+    parser.add_argument(
+        "--zmq-url", metavar="URL", help="existing meshcat server (default: start one)"
+    )
+    parser.add_argument("--tool", metavar="FRAME", help="frame whose path is drawn")
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.viz import playback, viewer
+
+    shown = playback.load_playback(args.result, args.model)
+    if args.html:
+        path = viewer.write_html(args.html, shown.robot, shown.t, shown.q, tool_frame=args.tool)
+        print(f"wrote {path}")
+        return 0
+    vis = viewer.serve(shown.robot, shown.t, shown.q, zmq_url=args.zmq_url, tool_frame=args.tool)
+    try:
+        print(f"meshcat viewer at {vis.url()} (Ctrl-C to stop)", flush=True)
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        viewer.close(vis)

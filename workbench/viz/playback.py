@@ -1,0 +1,95 @@
+"""What ``workbench view`` shows: a robot and a trajectory read from a results file.
+
+A result is a results directory holding ``trajectory.npz`` or such a file
+itself, with arrays ``t`` (K,) in seconds and ``q`` (K, n) joint values. For
+the five-bar (the default model) n = 5 in joint order 1..5 and the spanning
+tree is drawn with all five values, which draws the closed loop; for any
+other model (a URDF path or a name known to :mod:`workbench.models`) q holds
+Pinocchio configurations (K, nq).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from workbench.errors import WorkbenchError
+from workbench.viz.scene import Robot, check_trajectory
+
+Array = NDArray[np.float64]
+
+FIVEBAR = "fivebar"
+TRAJECTORY_FILE = "trajectory.npz"
+
+
+@dataclass(frozen=True)
+class Playback:
+    """A robot and its configurations q (K, nq) at increasing times t (K,) in seconds."""
+
+    robot: Robot
+    t: Array
+    q: Array
+
+
+def load_playback(result: str | os.PathLike, model: str | None = None) -> Playback:
+    """Read ``result`` (directory or .npz) for ``model`` (default: the five-bar)."""
+    path = trajectory_file(result)
+    t, q = _read_t_q(path)
+    if model is None or model == FIVEBAR:
+        from workbench.fivebar import FiveBar
+
+        fivebar = FiveBar.default()
+        if q.ndim != 2 or q.shape[1] != 5:
+            raise WorkbenchError(
+                f"{path}: q has shape {q.shape}; the five-bar expects (K, 5), joints 1..5"
+            )
+        if not np.isfinite(q).all():
+            raise WorkbenchError(f"{path}: q contains NaN or inf")
+        robot = Robot.from_urdf(fivebar.urdf_path)
+        q = fivebar.tree_configuration(q)
+    else:
+        robot = robot_by_name(model)
+    check_trajectory(robot, t, q, str(path))
+    return Playback(robot, t, q)
+
+
+def robot_by_name(model: str) -> Robot:
+    """A :class:`Robot` from a URDF path or a name known to :mod:`workbench.models`."""
+    from workbench import models
+
+    if model.endswith(".urdf") or Path(model).is_file():
+        return Robot.from_urdf(model)
+    urdf = models.urdf_path(model)
+    spec = models.MODELS[model]
+    package_dirs = [models.example_robot_data_dir()] if spec.source == "example-robot-data" else []
+    return Robot.from_urdf(urdf, package_dirs, spec.locked_prefixes)
+
+
+def trajectory_file(result: str | os.PathLike) -> Path:
+    """``result`` itself if it is a file, else ``result/trajectory.npz``."""
+    path = Path(result)
+    if path.is_dir():
+        path = path / TRAJECTORY_FILE
+    if not path.is_file():
+        raise WorkbenchError(f"trajectory file not found: {path}")
+    return path
+
+
+def _read_t_q(path: Path) -> tuple[Array, Array]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            names = list(data.files)
+            arrays = {k: np.asarray(data[k], dtype=float) for k in ("t", "q") if k in names}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise WorkbenchError(f"{path}: not a readable .npz of numeric arrays: {exc}") from exc
+    missing = [k for k in ("t", "q") if k not in arrays]
+    if missing:
+        raise WorkbenchError(
+            f"{path}: missing array(s) {', '.join(missing)}; it has {', '.join(names) or 'none'}"
+        )
+    return arrays["t"], arrays["q"]

@@ -1,0 +1,123 @@
+"""meshcat servers: a self-contained HTML export and a live viewer of a robot trajectory.
+
+meshcat keeps the scene in a server process (zmq for commands, HTTP and
+websockets for browsers). :func:`static_html` starts a private server on
+localhost, sends the scene, asks the server for its static export (one HTML
+page with meshcat's JavaScript inlined, so it opens offline) and stops the
+server. :func:`serve` sends the scene to a server that keeps running: a new
+one on localhost, or an existing one at ``zmq_url``; the caller closes it
+with :func:`close`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import meshcat
+import numpy as np
+import zmq
+from numpy.typing import NDArray
+
+from workbench.errors import WorkbenchError
+from workbench.io import atomic_write_text
+from workbench.viz.scene import Robot, show_trajectory
+
+Array = NDArray[np.float64]
+
+CONNECT_TIMEOUT_MS = 3000
+
+
+def static_html(robot: Robot, t: Array, q: Array, *, tool_frame: str | None = None) -> str:
+    """The animated scene of the robot along (t, q) as one self-contained HTML page."""
+    with local_visualizer() as vis:
+        show_trajectory(vis, robot, t, q, tool_frame=tool_frame)
+        return vis.static_html()
+
+
+def write_html(
+    path: str | os.PathLike, robot: Robot, t: Array, q: Array, *, tool_frame: str | None = None
+) -> Path:
+    """Write :func:`static_html` to ``path`` atomically; return the path."""
+    return atomic_write_text(path, static_html(robot, t, q, tool_frame=tool_frame))
+
+
+def serve(
+    robot: Robot,
+    t: Array,
+    q: Array,
+    *,
+    zmq_url: str | None = None,
+    tool_frame: str | None = None,
+) -> meshcat.Visualizer:
+    """Send the animated scene to a live meshcat server and return its visualizer.
+
+    Without ``zmq_url`` a new server starts on localhost; its page is at
+    ``vis.url()``. The server runs until :func:`close` (or interpreter exit).
+    """
+    vis = connect(zmq_url)
+    try:
+        show_trajectory(vis, robot, t, q, tool_frame=tool_frame)
+    except BaseException:
+        close(vis)
+        raise
+    return vis
+
+
+@contextlib.contextmanager
+def local_visualizer() -> Iterator[meshcat.Visualizer]:
+    """A visualizer on a fresh meshcat server on localhost, stopped on exit."""
+    vis = connect(None)
+    try:
+        yield vis
+    finally:
+        close(vis)
+
+
+def connect(zmq_url: str | None) -> meshcat.Visualizer:
+    """A visualizer on a new local server (``zmq_url`` None) or on the server at ``zmq_url``.
+
+    An existing server must answer within ``CONNECT_TIMEOUT_MS`` (meshcat itself
+    would wait forever).
+    """
+    if zmq_url is not None:
+        _check_server(zmq_url)
+    with contextlib.redirect_stdout(io.StringIO()):  # meshcat prints the URL
+        try:
+            return meshcat.Visualizer(zmq_url=zmq_url)
+        except RuntimeError as exc:
+            raise WorkbenchError(f"cannot start a meshcat server: {exc}") from exc
+
+
+def close(vis: meshcat.Visualizer) -> None:
+    """Close the visualizer's connection and stop its server if it started one."""
+    window = vis.window
+    window.zmq_socket.close(linger=0)
+    proc = window.server_proc
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    if proc is not None:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def _check_server(zmq_url: str) -> None:
+    socket = zmq.Context.instance().socket(zmq.REQ)
+    socket.setsockopt(zmq.LINGER, 0)
+    try:
+        socket.connect(zmq_url)
+        socket.send(b"url")
+        if not socket.poll(CONNECT_TIMEOUT_MS):
+            raise WorkbenchError(
+                f"no meshcat server answers at {zmq_url} (start one with `meshcat-server`)"
+            )
+        socket.recv()
+    except zmq.ZMQError as exc:
+        raise WorkbenchError(f"cannot connect to a meshcat server at {zmq_url}: {exc}") from exc
+    finally:
+        socket.close()
