@@ -9,10 +9,15 @@ its true sparsity (block diagonal in the knots, dense in P), so IPOPT gets
 the exact sparse constraint Jacobian from one batched call for all knots.
 
 Second derivatives, which IPOPT's exact Hessian of the Lagrangian needs,
-come from central differences of the analytic Jacobians: knots are
-independent, so perturbing input column c at every knot at once gives
-column c of all K blocks in two batched calls (2 (n + m) calls in all).
-CasADi contracts them with the multipliers itself.
+enter through reverse mode: the callback offers its adjoint
+``(X, P, Y, lam) -> (J_X^T lam, J_P^T lam)`` knot by knot, and the adjoint
+offers its own Jacobian. Its X-X part is block diagonal (one n x n block
+per knot, sum_a lam_a d2Y_a/dX2) and comes from central differences of
+the analytic Jacobians: knots are independent, so perturbing input column
+c at every knot at once gives column c of all K blocks in two batched
+calls (2 (n + m) calls in all; columns in which Y is affine, such as
+accelerations in inverse dynamics, are skipped and filled by symmetry).
+The lam part is the analytic Jacobian.
 
 With ``finite_differences=True`` the same callback offers no Jacobian and
 CasADi falls back to its own finite differences (used by the benchmark).
@@ -20,7 +25,7 @@ CasADi falls back to its own finite differences (used by the benchmark).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import casadi as ca
 import numpy as np
@@ -40,11 +45,13 @@ class BatchedCallback(ca.Callback):
         n_out: int,
         n_shared: int = 0,
         finite_differences: bool = False,
+        affine_inputs: Sequence[int] = (),
     ):
         ca.Callback.__init__(self)
         self.evaluate = evaluate
         self.knots, self.n_in, self.n_out, self.n_shared = knots, n_in, n_out, n_shared
         self.finite_differences = finite_differences
+        self.curved_inputs = [c for c in range(n_in) if c not in set(affine_inputs)]
         self._cache_key: bytes | None = None
         self._cache: tuple[np.ndarray, ...] = ()
         self.evaluations = 0
@@ -63,6 +70,12 @@ class BatchedCallback(ca.Callback):
 
     def get_sparsity_out(self, i: int) -> ca.Sparsity:
         return ca.Sparsity.dense(self.knots * self.n_out, 1)
+
+    def has_jac_sparsity(self, oind: int, iind: int) -> bool:
+        return True
+
+    def get_jac_sparsity(self, oind: int, iind: int, symmetric: bool) -> ca.Sparsity:
+        return self.jacobian_sparsity(shared=iind == 1)[0]
 
     # ---------------------------------------------------------- evaluation
     def _arguments(self, arg) -> tuple[np.ndarray, np.ndarray]:
@@ -94,26 +107,47 @@ class BatchedCallback(ca.Callback):
         """[dY/dX (K, o, n), dY/dP (K, o, m)] (the second only with a shared input)."""
         return list(self._evaluate(X, P)[1:])
 
-    def second_derivatives(self, X: np.ndarray, P: np.ndarray) -> list[np.ndarray]:
-        """Central differences of the analytic Jacobians: d2Y/dX dX (K, o, n, n),
-        d2Y/dX dP (K, o, n, m) and d2Y/dP dP (K, o, m, m) (the last two with P only)."""
+    def has_reverse(self, nadj: int) -> bool:
+        return nadj == 1 and not self.finite_differences
+
+    def get_reverse(self, nadj, name, inames, onames, opts):
+        self._adjoint = _BatchedAdjoint(name, self, opts)
+        return self._adjoint
+
+    def adjoint(self, X: np.ndarray, P: np.ndarray, lam: np.ndarray) -> list[np.ndarray]:
+        """[J_X^T lam (K, n), sum_k J_P,k^T lam_k (m,)] for multipliers lam (K, o)."""
+        return _contract(self._evaluate(X, P)[1:], lam)
+
+    def adjoint_derivatives(
+        self, X: np.ndarray, P: np.ndarray, lam: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """Derivatives of :meth:`adjoint` by X and P, by central differences of the Jacobians.
+
+        Returns d(J_X^T lam)/dX (K, n, n), and with a shared input also
+        d(J_X^T lam)/dP (K, n, m) (whose transpose is d(J_P^T lam)/dX, knot by
+        knot) and d(J_P^T lam)/dP (m, m); the X-X and P-P blocks are symmetrised.
+        """
         step = 1e-6
         n, m = self.n_in, self.n_shared
 
         def difference(dX, dP):
-            plus = self.evaluate(X + dX, P + dP, True)[1:]
-            minus = self.evaluate(X - dX, P - dP, True)[1:]
+            plus = _contract(self.evaluate(X + dX, P + dP, True)[1:], lam, per_knot=True)
+            minus = _contract(self.evaluate(X - dX, P - dP, True)[1:], lam, per_knot=True)
             return [(a - b) / (2 * step) for a, b in zip(plus, minus, strict=True)]
 
-        d_x = [difference(step * np.eye(n)[c], np.zeros(m)) for c in range(n)]
-        d_p = [difference(np.zeros(n), step * np.eye(m)[c]) for c in range(m)]
-        xx = np.stack([d[0] for d in d_x], axis=-1)  # (K, o, n, n): d/dX_c of dY/dX_b
+        xx = np.zeros((self.knots, n, n))
+        curved = self.curved_inputs
+        for c in curved:
+            xx[:, :, c] = difference(step * np.eye(n)[c], np.zeros(m))[0]
+        affine = np.setdiff1d(np.arange(n), curved)
+        xx[:, :, affine] = np.swapaxes(xx, -1, -2)[:, :, affine]  # symmetry; affine-affine = 0
         xx = 0.5 * (xx + np.swapaxes(xx, -1, -2))
         if not m:
-            return [xx]
-        xp = np.stack([d[0] for d in d_p], axis=-1)  # (K, o, n, m)
-        pp = np.stack([d[1] for d in d_p], axis=-1)  # (K, o, m, m)
-        return [xx, xp, 0.5 * (pp + np.swapaxes(pp, -1, -2))]
+            return (xx,)
+        by_p = [difference(np.zeros(n), step * np.eye(m)[c]) for c in range(m)]
+        xp = np.stack([d[0] for d in by_p], axis=-1)  # (K, n, m)
+        pp = np.stack([d[1].sum(axis=0) for d in by_p], axis=-1)  # (m, m)
+        return xx, xp, 0.5 * (pp + pp.T)
 
     def jacobian_sparsity(self, shared: bool) -> tuple[ca.Sparsity, np.ndarray]:
         """Sparsity of d vec(Y) / d vec(X) (block diagonal) or / d P (dense), and the CCS order."""
@@ -165,84 +199,153 @@ class _BatchedJacobian(ca.Callback):
             out.append(ca.DM(sparsity, values))
         return out
 
+
+def _contract(jacobians: list[np.ndarray], lam: np.ndarray, per_knot: bool = False):
+    """J^T lam knot by knot: [(K, n) from dY/dX, (K, m) or (m,) from dY/dP]."""
+    out = [np.einsum("koi,ko->ki", jacobians[0], lam)]
+    if len(jacobians) > 1:
+        by_p = np.einsum("kom,ko->km", jacobians[1], lam)
+        out.append(by_p if per_knot else by_p.sum(axis=0))
+    return out
+
+
+def _block_diagonal(knots: int, rows: int, cols: int) -> tuple[ca.Sparsity, np.ndarray]:
+    """Sparsity of a (knots rows, knots cols) block-diagonal matrix and the CCS order of
+    its blocks' entries (K, rows, cols) in C order."""
+    k, a, b = np.meshgrid(np.arange(knots), np.arange(rows), np.arange(cols), indexing="ij")
+    r, c = (k * rows + a).ravel(), (k * cols + b).ravel()
+    sparsity, mapping = ca.Sparsity.triplet(
+        knots * rows, knots * cols, r.tolist(), c.tolist(), True
+    )
+    return sparsity, np.asarray(mapping)
+
+
+def _dense(rows: int, cols: int) -> tuple[ca.Sparsity, np.ndarray]:
+    """A dense pattern; entries given row-major map to CasADi's column-major order."""
+    return ca.Sparsity.dense(rows, cols), np.arange(rows * cols).reshape(rows, cols).T.ravel()
+
+
+def _stacked(knots: int, rows: int, cols: int, transpose: bool) -> tuple[ca.Sparsity, np.ndarray]:
+    """(K rows, cols) dense blocks stacked vertically, or their transpose side by side."""
+    k, a, b = np.meshgrid(np.arange(knots), np.arange(rows), np.arange(cols), indexing="ij")
+    r, c = (k * rows + a).ravel(), b.ravel()
+    shape = (knots * rows, cols)
+    if transpose:
+        r, c, shape = c, r, shape[::-1]
+    sparsity, mapping = ca.Sparsity.triplet(*shape, r.tolist(), c.tolist(), True)
+    return sparsity, np.asarray(mapping)
+
+
+def _to_dm(pattern: tuple[ca.Sparsity, np.ndarray], values: np.ndarray) -> ca.DM:
+    sparsity, mapping = pattern
+    nz = np.empty(sparsity.nnz())
+    nz[mapping] = values.ravel()
+    return ca.DM(sparsity, nz)
+
+
+class _BatchedAdjoint(ca.Callback):
+    """Reverse mode of a BatchedCallback: (X, [P], Y, lam) -> (J_X^T lam, [J_P^T lam])."""
+
+    def __init__(self, name: str, parent: BatchedCallback, opts):
+        ca.Callback.__init__(self)
+        self.parent = parent
+        K, n, o, m = parent.knots, parent.n_in, parent.n_out, parent.n_shared
+        self.outputs = ["x", "p"] if m else ["x"]
+        self.inputs = [*self.outputs, "y", "lam"]
+        size = {"x": K * n, "p": m, "y": K * o, "lam": K * o}
+        self.shapes = {(a, b): (size[a], size[b]) for a in self.outputs for b in self.inputs}
+        # nonzero blocks of the adjoint's Jacobian; by the nominal output Y it is zero
+        self.patterns = {
+            ("x", "x"): _block_diagonal(K, n, n),
+            ("x", "lam"): _block_diagonal(K, n, o),
+        }
+        if m:
+            self.patterns["x", "p"] = _stacked(K, n, m, transpose=False)
+            self.patterns["p", "x"] = _stacked(K, n, m, transpose=True)
+            self.patterns["p", "p"] = _dense(m, m)
+            self.patterns["p", "lam"] = _stacked(K, o, m, transpose=True)
+        self.construct(name, opts)
+
+    def block_sparsity(self, key: tuple[str, str]) -> ca.Sparsity:
+        """Sparsity of d(output key[0]) / d(input key[1])."""
+        return self.patterns[key][0] if key in self.patterns else ca.Sparsity(*self.shapes[key])
+
+    def get_n_in(self) -> int:
+        return self.parent.get_n_in() + 2
+
+    def get_n_out(self) -> int:
+        return self.parent.get_n_in()
+
+    def get_sparsity_in(self, i: int) -> ca.Sparsity:
+        n_primal = self.parent.get_n_in()
+        return self.parent.get_sparsity_in(i) if i < n_primal else self.parent.get_sparsity_out(0)
+
+    def get_sparsity_out(self, i: int) -> ca.Sparsity:
+        return self.parent.get_sparsity_in(i)
+
+    def has_jac_sparsity(self, oind: int, iind: int) -> bool:
+        return True
+
+    def get_jac_sparsity(self, oind: int, iind: int, symmetric: bool) -> ca.Sparsity:
+        return self.block_sparsity((self.outputs[oind], self.inputs[iind]))
+
+    def _arguments(self, arg):
+        X, P = self.parent._arguments(arg)
+        lam = np.asarray(arg[-1], dtype=float).reshape(self.parent.knots, self.parent.n_out)
+        return X, P, lam
+
+    def eval(self, arg):
+        return [ca.DM(a.reshape(-1, 1)) for a in self.parent.adjoint(*self._arguments(arg))]
+
     def has_jacobian(self) -> bool:
         return True
 
     def get_jacobian(self, name, inames, onames, opts):
-        self._hessian = _BatchedSecondDerivative(name, self, opts)
-        return self._hessian
+        self._jacobian = _BatchedAdjointJacobian(name, self, opts)
+        return self._jacobian
 
 
-class _BatchedSecondDerivative(ca.Callback):
-    """Jacobian of :class:`_BatchedJacobian`: d vec(dY/dX), d vec(dY/dP) by (X, P, Y).
+class _BatchedAdjointJacobian(ca.Callback):
+    """Jacobian of :class:`_BatchedAdjoint`: blocks (adjoint output) x (X, [P], Y, lam).
 
-    Rows index the full (column-major) vec of each Jacobian matrix, as CasADi
-    differentiates sparse outputs; derivatives by the nominal outputs are zero.
+    By X and P: :meth:`BatchedCallback.adjoint_derivatives`; by the nominal
+    output Y: zero; by lam: the transposed analytic Jacobians.
     """
 
-    def __init__(self, name: str, jacobian: _BatchedJacobian, opts):
+    def __init__(self, name: str, adjoint: _BatchedAdjoint, opts):
         ca.Callback.__init__(self)
-        self.jacobian = jacobian
-        self.parent = parent = jacobian.parent
-        K, n, o, m = parent.knots, parent.n_in, parent.n_out, parent.n_shared
-        k, a, b, c = np.meshgrid(*map(np.arange, (K, o, n, n)), indexing="ij")
-        rows_x = (k * o + a) + (k * n + b) * (K * o)  # vec index of dY/dX entries
-        self.blocks = {("x", "x"): (rows_x.ravel(), (k * n + c).ravel(), (K * o * K * n, K * n))}
-        if m:
-            k, a, b, c = np.meshgrid(*map(np.arange, (K, o, n, m)), indexing="ij")
-            rows = ((k * o + a) + (k * n + b) * (K * o)).ravel()
-            self.blocks["x", "p"] = (rows, c.ravel(), (K * o * K * n, m))
-            k, a, b, c = np.meshgrid(*map(np.arange, (K, o, m, n)), indexing="ij")
-            rows = ((k * o + a) + b * (K * o)).ravel()
-            self.blocks["p", "x"] = (rows, (k * n + c).ravel(), (K * o * m, K * n))
-            k, a, b, c = np.meshgrid(*map(np.arange, (K, o, m, m)), indexing="ij")
-            self.blocks["p", "p"] = (((k * o + a) + b * (K * o)).ravel(), c.ravel(), (K * o * m, m))
-        self.patterns = {}
-        for key, (rows, cols, shape) in self.blocks.items():
-            sparsity, mapping = ca.Sparsity.triplet(*shape, rows.tolist(), cols.tolist(), True)
-            self.patterns[key] = (sparsity, np.asarray(mapping))
-        self.outputs = ["x", "p"] if m else ["x"]  # Jacobian blocks: dY/dX, dY/dP
-        self.inputs = [*self.outputs, "y"]  # (X, P, Y nominal)
+        self.adjoint = adjoint
+        self.parent = adjoint.parent
+        self.keys = [(a, b) for a in adjoint.outputs for b in adjoint.inputs]
         self.construct(name, opts)
 
     def get_n_in(self) -> int:
-        return self.jacobian.get_n_in() + self.jacobian.get_n_out()
+        return self.adjoint.get_n_in() + self.adjoint.get_n_out()
 
     def get_n_out(self) -> int:
-        return len(self.outputs) * len(self.inputs)
+        return len(self.keys)
 
     def get_sparsity_in(self, i: int) -> ca.Sparsity:
-        if i < self.jacobian.get_n_in():
-            return self.jacobian.get_sparsity_in(i)
-        return self.jacobian.get_sparsity_out(i - self.jacobian.get_n_in())
-
-    def _shape(self, out: str, inp: str) -> tuple[int, int]:
-        p = self.parent
-        rows = p.knots * p.n_out * (p.knots * p.n_in if out == "x" else p.n_shared)
-        cols = {"x": p.knots * p.n_in, "p": p.n_shared, "y": p.knots * p.n_out}[inp]
-        return rows, cols
+        if i < self.adjoint.get_n_in():
+            return self.adjoint.get_sparsity_in(i)
+        return self.adjoint.get_sparsity_out(i - self.adjoint.get_n_in())
 
     def get_sparsity_out(self, i: int) -> ca.Sparsity:
-        out, inp = self.outputs[i // len(self.inputs)], self.inputs[i % len(self.inputs)]
-        if (out, inp) in self.patterns:
-            return self.patterns[out, inp][0]
-        return ca.Sparsity(*self._shape(out, inp))
+        return self.adjoint.block_sparsity(self.keys[i])
 
     def eval(self, arg):
-        second = self.parent.second_derivatives(*self.parent._arguments(arg))
-        values = {("x", "x"): second[0]}
-        if len(second) > 1:
-            values["x", "p"] = second[1]
-            values["p", "x"] = np.swapaxes(second[1], -1, -2)
+        X, P, lam = self.adjoint._arguments(arg[: self.adjoint.get_n_in()])
+        second = self.parent.adjoint_derivatives(X, P, lam)
+        jacobians = self.parent.jacobians(X, P)
+        values = {("x", "x"): second[0], ("x", "lam"): np.swapaxes(jacobians[0], -1, -2)}
+        if self.parent.n_shared:
+            values["x", "p"] = values["p", "x"] = second[1]  # the pattern transposes
             values["p", "p"] = second[2]
-        result = []
-        for out in self.outputs:
-            for inp in self.inputs:
-                if (out, inp) in self.patterns:
-                    sparsity, mapping = self.patterns[out, inp]
-                    nz = np.empty(sparsity.nnz())
-                    nz[mapping] = values[out, inp].ravel()
-                    result.append(ca.DM(sparsity, nz))
-                else:
-                    result.append(ca.DM(ca.Sparsity(*self._shape(out, inp))))
-        return result
+            values["p", "lam"] = jacobians[1]  # (K, o, m) stacked, transposed
+        patterns = self.adjoint.patterns
+        return [
+            _to_dm(patterns[key], values[key])
+            if key in patterns
+            else ca.DM(self.adjoint.block_sparsity(key))
+            for key in self.keys
+        ]

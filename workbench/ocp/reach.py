@@ -17,7 +17,7 @@ motor velocities at both ends and the goal pointing direction (two
 components orthogonal to the goal). The model functions enter CasADi
 through :class:`~workbench.ocp.bridge.BatchedCallback` with their analytic
 Jacobians, evaluated for all knots in one batched call; IPOPT solves with a
-limited-memory Hessian.
+the exact Hessian of the Lagrangian (reverse mode of the callbacks, see the bridge).
 """
 
 from __future__ import annotations
@@ -214,9 +214,14 @@ def model_callbacks(fivebar: FiveBar, knots: int, finite_differences: bool = Fal
         return (p, fivebar.pointing_derivative(X)) if jacobian else (p,)
 
     fd = finite_differences
+    accelerations = range(10, 15)  # tau and the closure are affine in ddq
     return {
-        "torque": BatchedCallback("torque", torque, knots, 15, 2, finite_differences=fd),
-        "closure": BatchedCallback("closure", closure, knots, 15, 9, finite_differences=fd),
+        "torque": BatchedCallback(
+            "torque", torque, knots, 15, 2, finite_differences=fd, affine_inputs=accelerations
+        ),
+        "closure": BatchedCallback(
+            "closure", closure, knots, 15, 9, finite_differences=fd, affine_inputs=accelerations
+        ),
         "pointing": BatchedCallback("pointing", pointing, 1, 5, 3, finite_differences=fd),
     }
 
