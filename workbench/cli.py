@@ -15,6 +15,7 @@ import sys
 from workbench.errors import WorkbenchError
 
 COMMANDS = {
+    "reach": "workbench.commands.reach",
     "info": "workbench.commands.info",
     "view": "workbench.commands.view",
     "calibrate": "workbench.commands.calibrate",

@@ -415,6 +415,22 @@ class FiveBar:
         tau = tau_tr[:, [0, 3]] + (np.swapaxes(J_p, -1, -2) @ tau_p[..., None])[..., 0]
         return tau if batched else tau[0]
 
+    def torque_regressor(self, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
+        """d tau_pr / d phi (N, 2, 40): tau_pr = Y phi, phi = ``chain.phi.ravel()`` (eq. 13).
+
+        The tree's joint torque regressor (Pinocchio, project phi order, base
+        frame at home) mapped by ``[I J_p^T]`` like the torques themselves.
+        """
+        from workbench.inertia import torque_regressor
+
+        q, batched = self._samples(q, "q")
+        dq, _ = self._samples(dq, "dq")
+        ddq, _ = self._samples(ddq, "ddq")
+        Y = torque_regressor(self.chain, q[:, TREE], dq[:, TREE], ddq[:, TREE])  # (N, 4, 40)
+        J_p = self.passive_jacobian(q)  # rows q2, q3, q5; the cut joint 5 carries no torque
+        Y_pr = Y[:, [0, 3]] + np.swapaxes(J_p[:, :2], -1, -2) @ Y[:, [1, 2]]
+        return Y_pr if batched else Y_pr[0]
+
     def torque_derivatives(
         self,
         q: ArrayLike,

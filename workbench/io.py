@@ -32,10 +32,17 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        tmp.chmod(0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

@@ -16,7 +16,9 @@ per knot, sum_a lam_a d2Y_a/dX2) and comes from central differences of
 the analytic Jacobians: knots are independent, so perturbing input column
 c at every knot at once gives column c of all K blocks in two batched
 calls (2 (n + m) calls in all; columns in which Y is affine, such as
-accelerations in inverse dynamics, are skipped and filled by symmetry).
+accelerations in inverse dynamics, are skipped and filled by symmetry;
+a shared input in which Y is affine, such as inertial parameters, costs
+nothing: its mixed block comes with the X columns).
 The lam part is the analytic Jacobian.
 
 With ``finite_differences=True`` the same callback offers no Jacobian and
@@ -46,12 +48,14 @@ class BatchedCallback(ca.Callback):
         n_shared: int = 0,
         finite_differences: bool = False,
         affine_inputs: Sequence[int] = (),
+        affine_shared: bool = False,
     ):
         ca.Callback.__init__(self)
         self.evaluate = evaluate
         self.knots, self.n_in, self.n_out, self.n_shared = knots, n_in, n_out, n_shared
         self.finite_differences = finite_differences
         self.curved_inputs = [c for c in range(n_in) if c not in set(affine_inputs)]
+        self.affine_shared = affine_shared
         self._cache_key: bytes | None = None
         self._cache: tuple[np.ndarray, ...] = ()
         self.evaluations = 0
@@ -135,19 +139,22 @@ class BatchedCallback(ca.Callback):
             minus = _contract(self.evaluate(X - dX, P - dP, True)[1:], lam, per_knot=True)
             return [(a - b) / (2 * step) for a, b in zip(plus, minus, strict=True)]
 
-        xx = np.zeros((self.knots, n, n))
-        curved = self.curved_inputs
-        for c in curved:
-            xx[:, :, c] = difference(step * np.eye(n)[c], np.zeros(m))[0]
-        affine = np.setdiff1d(np.arange(n), curved)
-        xx[:, :, affine] = np.swapaxes(xx, -1, -2)[:, :, affine]  # symmetry; affine-affine = 0
+        xx, xp, pp = np.zeros((self.knots, n, n)), np.zeros((self.knots, n, m)), np.zeros((m, m))
+        # Y affine in P: d2Y/dP2 = 0 and the mixed block comes with the X columns
+        columns = range(n) if m and self.affine_shared else self.curved_inputs
+        for c in columns:
+            by_x = difference(step * np.eye(n)[c], np.zeros(m))
+            xx[:, :, c] = by_x[0]
+            if m:
+                xp[:, c, :] = by_x[1]
+        if m and not self.affine_shared:
+            for c in range(m):
+                xp[:, :, c], by_p = difference(np.zeros(n), step * np.eye(m)[c])
+                pp[:, c] = by_p.sum(axis=0)
+        skipped = np.setdiff1d(np.arange(n), columns)
+        xx[:, :, skipped] = np.swapaxes(xx, -1, -2)[:, :, skipped]  # symmetry; affine pairs: 0
         xx = 0.5 * (xx + np.swapaxes(xx, -1, -2))
-        if not m:
-            return (xx,)
-        by_p = [difference(np.zeros(n), step * np.eye(m)[c]) for c in range(m)]
-        xp = np.stack([d[0] for d in by_p], axis=-1)  # (K, n, m)
-        pp = np.stack([d[1].sum(axis=0) for d in by_p], axis=-1)  # (m, m)
-        return xx, xp, 0.5 * (pp + pp.T)
+        return (xx, xp, 0.5 * (pp + pp.T)) if m else (xx,)
 
     def jacobian_sparsity(self, shared: bool) -> tuple[ca.Sparsity, np.ndarray]:
         """Sparsity of d vec(Y) / d vec(X) (block diagonal) or / d P (dense), and the CCS order."""

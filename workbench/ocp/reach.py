@@ -33,8 +33,10 @@ import numpy as np
 
 from workbench.errors import WorkbenchError
 from workbench.fivebar import ACTIVE, FiveBar
+from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.bridge import BatchedCallback
+from workbench.ocp.design import DesignSpace
 
 SOLVED = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 INFEASIBLE = ("Infeasible_Problem_Detected", "Restoration_Failed", "Error_In_Step_Computation")
@@ -54,7 +56,7 @@ class ReachProblem:
     tolerance: float = 1e-9
     max_iterations: int = 1000
     source: str = "<built-in>"
-    design: dict = field(default_factory=dict)
+    design: DesignSpace | None = None
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> ReachProblem:
@@ -130,7 +132,7 @@ class ReachProblem:
             tolerance=tolerance,
             max_iterations=max_iterations,
             source=source,
-            design=dict(raw.get("design", {})),
+            design=None if "design" not in raw else _design_space(raw["design"], source),
         )
 
 
@@ -150,31 +152,88 @@ class ReachResult:
     solve_time_s: float
     max_constraint_violation: float
     final_pointing_error_rad: float = float("nan")
+    tracking_error_rad: float = float("nan")
     design: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """The JSON-ready summary of the solve (no trajectories)."""
+        return {
+            "status": self.status,
+            "message": self.message,
+            "objective": self.objective,
+            "iterations": self.iterations,
+            "solve_time_s": self.solve_time_s,
+            "max_constraint_violation": self.max_constraint_violation,
+            "final_pointing_error_rad": self.final_pointing_error_rad,
+            "tracking_error_rad": self.tracking_error_rad,
+            "duration_s": float(self.t[-1]),
+            "knots": len(self.t),
+            "design": self.design,
+        }
 
 
 def point_at(fivebar: FiveBar, direction: Array, guess: Array | None = None) -> Array:
     """A closed configuration (5,) whose end effector points along ``direction``.
 
     Gauss-Newton on the motor angles with the pointing Jacobian (the
-    pointing direction has two degrees of freedom, like the motors).
-    Raises WorkbenchError when the direction is outside the workspace.
+    pointing direction has two degrees of freedom, like the motors), from
+    ``guess`` (default home) and then from a 7 x 7 grid of motor angles
+    within the joint limits. Raises WorkbenchError when none converges: the
+    direction is outside the workspace (e.g. within the proximal arc's
+    complement of a motor axis) or only reachable through a singularity.
     """
-    qa = np.zeros(2) if guess is None else np.asarray(guess, dtype=float)[ACTIVE]
-    q = fivebar.solve_passive(qa)
-    for _ in range(50):
-        error = direction - fivebar.pointing(q)
-        if np.linalg.norm(error) < 1e-13:
+    _check_arcs_reach(fivebar, direction)
+    first = np.zeros(2) if guess is None else np.asarray(guess, dtype=float)[ACTIVE]
+    reach = 0.9 * fivebar.chain.upper[[0, 3]]
+    grid = np.stack(np.meshgrid(*(np.linspace(-r, r, 7) for r in reach)), -1).reshape(-1, 2)
+    for qa in (first, *grid):
+        q = _gauss_newton_pointing(fivebar, direction, qa)
+        if q is not None:
             return q
-        J = fivebar.pointing_jacobian(q)[0]
-        step = np.linalg.lstsq(J, error, rcond=None)[0]
-        qa = qa + step / max(1.0, np.linalg.norm(step) / 0.2)
-        q = fivebar.solve_passive(qa, guess=q)
-    if np.linalg.norm(direction - fivebar.pointing(q)) > 1e-9:
-        raise WorkbenchError(
-            f"the pointing direction {np.round(direction, 4).tolist()} is outside the workspace"
-        )
-    return q
+    raise WorkbenchError(
+        f"the pointing direction {np.round(direction, 4).tolist()} is outside the five-bar's "
+        "workspace (no closed configuration points there)"
+    )
+
+
+def _check_arcs_reach(fivebar: FiveBar, direction: Array) -> None:
+    """Spherical triangle inequality on each branch: with proximal arc a_p (motor axis to
+    passive axis) and distal arc a_d (passive axis to end effector), the angle between
+    the motor axis and the direction must lie in [|a_p - a_d|, min(a_p + a_d, 2 pi - a_p - a_d)]."""
+
+    def angle(a: Array, b: Array) -> float:
+        return float(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1)))
+
+    w = fivebar.axes  # home axes w1..w5; arcs are rigid, so their angles hold everywhere
+    for motor, passive in ((0, 1), (3, 4)):
+        a_p, a_d = angle(w[motor], w[passive]), angle(w[passive], w[2])
+        low, high = abs(a_p - a_d), min(a_p + a_d, 2 * np.pi - a_p - a_d)
+        angle_to_motor = angle(w[motor], direction)
+        if not low - 1e-12 <= angle_to_motor <= high + 1e-12:
+            raise WorkbenchError(
+                f"the pointing direction {np.round(direction, 4).tolist()} is outside the "
+                f"five-bar's workspace: it is {np.rad2deg(angle_to_motor):.1f} deg from motor "
+                f"{motor + 1}'s axis, the arcs reach {np.rad2deg(low):.1f} to "
+                f"{np.rad2deg(high):.1f} deg"
+            )
+
+
+def _gauss_newton_pointing(fivebar: FiveBar, direction: Array, qa: Array) -> Array | None:
+    """Motor angles from ``qa`` until the pointing error is < 1e-13, else None."""
+    try:
+        q = fivebar.solve_passive(qa)
+        for _ in range(50):
+            error = direction - fivebar.pointing(q)
+            if np.linalg.norm(error) < 1e-13:
+                return q
+            J = fivebar.pointing_jacobian(q)[0]
+            step = np.linalg.lstsq(J, error, rcond=None)[0]
+            qa = qa + step / max(1.0, np.linalg.norm(step) / 0.2)
+            q = fivebar.solve_passive(qa, guess=q)
+    except WorkbenchError:  # singular or unassembled on the way
+        return None
+    within = np.all(np.abs(q[ACTIVE]) <= fivebar.chain.upper[[0, 3]])
+    return q if within and np.linalg.norm(direction - fivebar.pointing(q)) <= 1e-9 else None
 
 
 def initial_guess(fivebar: FiveBar, q0: Array, q1: Array, t: Array) -> tuple[Array, Array, Array]:
@@ -195,15 +254,31 @@ def initial_guess(fivebar: FiveBar, q0: Array, q1: Array, t: Array) -> tuple[Arr
     return q, dq, ddq
 
 
-def model_callbacks(fivebar: FiveBar, knots: int, finite_differences: bool = False) -> dict:
-    """The five-bar's torque, closure and pointing functions as batched CasADi callbacks."""
+def model_callbacks(
+    fivebar: FiveBar,
+    knots: int,
+    finite_differences: bool = False,
+    design: DesignSpace | None = None,
+) -> dict:
+    """The five-bar's torque, closure and pointing functions as batched CasADi callbacks.
 
-    def torque(X, _P, jacobian):
+    With a ``design`` space the torque takes the link parameters phi (40,)
+    as a shared input (tau is linear in phi: d tau / d phi is the
+    regressor) and a "design" callback maps the design p to phi.
+    """
+
+    def torque(X, P, jacobian):
         q, dq, ddq = X[:, :5], X[:, 5:10], X[:, 10:]
+        model = (
+            fivebar if design is None else fivebar.with_inertias(matrix_from_phi(P.reshape(4, 10)))
+        )
         if not jacobian:
-            return (fivebar.torque(q, dq, ddq),)
-        d = fivebar.torque_derivatives(q, dq, ddq, with_eta=False)
-        return d.tau, np.concatenate([d.dtau_dq, d.dtau_dv, d.dtau_da], axis=-1)
+            return (model.torque(q, dq, ddq),)
+        d = model.torque_derivatives(q, dq, ddq, with_eta=False)
+        by_state = np.concatenate([d.dtau_dq, d.dtau_dv, d.dtau_da], axis=-1)
+        if design is None:
+            return d.tau, by_state
+        return d.tau, by_state, fivebar.torque_regressor(q, dq, ddq)
 
     def closure(X, _P, jacobian):
         c, J = fivebar.closure(X[:, :5], X[:, 5:10], X[:, 10:])
@@ -213,25 +288,44 @@ def model_callbacks(fivebar: FiveBar, knots: int, finite_differences: bool = Fal
         p = fivebar.pointing(X)
         return (p, fivebar.pointing_derivative(X)) if jacobian else (p,)
 
+    def link_phi(X, _P, jacobian):
+        phi, dphi = design.link_phi(X[0])
+        return (phi.reshape(1, 40), dphi.reshape(1, 40, -1)) if jacobian else (phi.reshape(1, 40),)
+
     fd = finite_differences
     accelerations = range(10, 15)  # tau and the closure are affine in ddq
-    return {
+    functions = {
         "torque": BatchedCallback(
-            "torque", torque, knots, 15, 2, finite_differences=fd, affine_inputs=accelerations
+            "torque", torque, knots, 15, 2, n_shared=0 if design is None else 40,
+            finite_differences=fd, affine_inputs=accelerations, affine_shared=True,
         ),
         "closure": BatchedCallback(
             "closure", closure, knots, 15, 9, finite_differences=fd, affine_inputs=accelerations
         ),
         "pointing": BatchedCallback("pointing", pointing, 1, 5, 3, finite_differences=fd),
-    }
+    }  # fmt: skip
+    if design is not None:
+        functions["design"] = BatchedCallback(
+            "design", link_phi, 1, design.size, 40, finite_differences=fd
+        )
+    return functions
 
 
-def transcribe(problem: ReachProblem, functions: dict, q_start: Array, fivebar: FiveBar) -> dict:
+def transcribe(
+    problem: ReachProblem,
+    functions: dict,
+    q_start: Array,
+    fivebar: FiveBar,
+    design: DesignSpace | None = None,
+) -> dict:
     """The NLP (CasADi MX) of ``problem`` given model ``functions`` (see the module docstring).
 
     ``functions`` maps "torque", "closure" and "pointing" to CasADi
     functions of the stacked knot variables (as :func:`model_callbacks`
-    builds them); a pure-SX formulation can be passed in their place.
+    builds them); a pure-SX formulation can be passed in their place. With
+    a ``design`` space, "design" maps p to the link phi, the torque takes
+    phi, p joins the decision variables (after the knots and the duration)
+    and the moving mass is bounded by the budget.
     """
     K = problem.knots
     X = ca.MX.sym("X", 15, K)
@@ -258,8 +352,17 @@ def transcribe(problem: ReachProblem, functions: dict, q_start: Array, fivebar: 
     equal(dqa[:, -1])
     goal_basis = _orthonormal_complement(problem.goal)
     equal(goal_basis @ functions["pointing"](q[:, -1]))
+    if design is not None:
+        p = ca.MX.sym("p", design.size)
+        phi = functions["design"](p)
+        mass = ca.sum1(phi[::10])
+        g.append(mass)
+        lbg.append([0.0])
+        ubg.append([design.mass_budget])
+        tau = functions["torque"](ca.vec(X), phi)
+    else:
+        tau = functions["torque"](ca.vec(X))
     # torque limits
-    tau = functions["torque"](ca.vec(X))
     limit = np.repeat(fivebar.chain.effort_limit[[0, 3]][None], K, axis=0).ravel()
     g.append(tau)
     lbg.append(-limit)
@@ -276,6 +379,10 @@ def transcribe(problem: ReachProblem, functions: dict, q_start: Array, fivebar: 
         x = ca.vertcat(x, duration)
         lbx = np.append(lbx, problem.duration_bounds[0])
         ubx = np.append(ubx, problem.duration_bounds[1])
+    if design is not None:
+        x = ca.vertcat(x, p)
+        lower_p, upper_p = design.bounds()
+        lbx, ubx = np.append(lbx, lower_p), np.append(ubx, upper_p)
     return {
         "nlp": {"x": x, "f": objective, "g": ca.vertcat(*g)},
         "lbx": lbx,
@@ -285,6 +392,15 @@ def transcribe(problem: ReachProblem, functions: dict, q_start: Array, fivebar: 
         "tau": ca.Function("tau", [x], [tau]),
         "functions": functions,
     }
+
+
+def _design_space(table: dict, source: str) -> DesignSpace:
+    """The ``[design]`` table of a problem file, on the shipped five-bar's design."""
+    from workbench.fivebar_design import FiveBarDesign
+    from workbench.resources import shipped
+
+    design = FiveBarDesign.from_toml(shipped("models") / "fivebar" / "design.toml")
+    return DesignSpace.from_table(design, table, source)
 
 
 def _state_bounds(fivebar: FiveBar) -> tuple[Array, Array]:
@@ -303,9 +419,16 @@ def _orthonormal_complement(v: Array) -> Array:
 
 
 def solve(
-    problem: ReachProblem, fivebar: FiveBar | None = None, progress: bool = True
+    problem: ReachProblem,
+    fivebar: FiveBar | None = None,
+    progress: bool = True,
+    functions: dict | None = None,
 ) -> ReachResult:
-    """Solve ``problem`` with IPOPT; unreachable targets and infeasible solves are statuses."""
+    """Solve ``problem`` with IPOPT; unreachable targets and infeasible solves are statuses.
+
+    ``functions`` replaces the model functions (see :func:`transcribe`), e.g.
+    by CasADi-native ones for comparison; default :func:`model_callbacks`.
+    """
     fivebar = FiveBar.default() if fivebar is None else fivebar
     K = problem.knots
     t = np.linspace(0.0, problem.duration, K)
@@ -315,11 +438,15 @@ def solve(
     except WorkbenchError as exc:
         return _unsolved("infeasible", str(exc), t, K)
     guess = _warm_start(problem, fivebar, q_start, q_goal, t)
-    callbacks = model_callbacks(fivebar, K)  # CasADi holds them weakly: keep them alive
-    problem_nlp = transcribe(problem, callbacks, q_start, fivebar)
+    design = problem.design
+    if functions is None:  # CasADi holds callbacks weakly: ``functions`` keeps them alive
+        functions = model_callbacks(fivebar, K, design=design)
+    problem_nlp = transcribe(problem, functions, q_start, fivebar, design)
     x0 = guess.ravel()  # knot by knot, as ca.vec(X) stacks the columns of X (15, K)
     if problem.minimum_time:
         x0 = np.append(x0, problem.duration)
+    if design is not None:
+        x0 = np.append(x0, np.zeros(design.size))
     options = {
         "ipopt.hessian_approximation": "exact",
         "ipopt.tol": problem.tolerance,
@@ -359,7 +486,7 @@ def solve(
         else "failed"
     )
     tau = np.asarray(problem_nlp["tau"](x)).reshape(K, 2)
-    return ReachResult(
+    result = ReachResult(
         status=status,
         message=status_text,
         t=t,
@@ -371,7 +498,50 @@ def solve(
         iterations=int(stats["iter_count"]),
         solve_time_s=elapsed,
         max_constraint_violation=violation,
+        design={} if design is None else _design_summary(design, x[len(x) - design.size :]),
     )
+    if status == "solved":
+        if design is not None:
+            fivebar = fivebar.with_inertias(matrix_from_phi(np.array(result.design["link_phi"])))
+        _simulate(fivebar, problem, result)
+    return result
+
+
+def _simulate(fivebar: FiveBar, problem: ReachProblem, result: ReachResult) -> None:
+    """Forward-simulate the optimal motor torques (closed-chain dynamics, RK4) from the start.
+
+    Sets the final pointing error (angle between the simulated end-effector
+    direction and the goal) and the largest angle between the simulated and
+    the planned pointing over the knots.
+    """
+    # one RK4 step per knot interval: 4 substeps change the result by < 2e-6 rad
+    q, _ = fivebar.simulate(result.t, result.tau, result.q[0], result.dq[0, ACTIVE], substeps=1)
+
+    def angle(a: Array, b: Array) -> Array:
+        return np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
+
+    simulated = fivebar.pointing(q)
+    result.final_pointing_error_rad = float(angle(simulated[-1], problem.goal))
+    result.tracking_error_rad = float(np.max(angle(simulated, fivebar.pointing(result.q))))
+
+
+def _design_summary(design: DesignSpace, p: Array) -> dict:
+    """Design values before (nominal, 0) and after, their bounds and the moving mass."""
+    lower, upper = design.bounds()
+    variables = {
+        name: {"before": 0.0, "after": float(value), "lower": float(lo), "upper": float(up)}
+        for name, value, lo, up in zip(design.names, p, lower, upper, strict=True)
+    }
+    return {
+        "variables": variables,
+        "unit": "m (change from the nominal design)",
+        "moving_mass_kg": {
+            "before": design.moving_mass(np.zeros(design.size)),
+            "after": design.moving_mass(p),
+        },
+        "mass_budget_kg": design.mass_budget,
+        "link_phi": design.link_phi(p)[0].tolist(),
+    }
 
 
 def _warm_start(problem, fivebar, q_start, q_goal, t) -> Array:

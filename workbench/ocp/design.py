@@ -1,0 +1,153 @@
+"""Design variables of the five-bar: link shape and part placement -> link inertias.
+
+Each variable p_j is a change from the nominal design (p = 0) and moves the
+tree links' inertial parameters phi (4, 10) (base frame at home, DESIGN.md
+order) through a derivative the project computes:
+
+* ``arc_width`` (m): the four arcs grow wider by p; their "top" and
+  "bottom" vertex groups move by +-p/2 along each arc's normal
+  (:class:`workbench.mesh.MeshShape`, mesh vertex derivatives of seed 000
+  §4, eq. 15-28).
+* ``<part>_offset`` (m), part in ``payload``, ``rotor_1``, ``rotor_4``: the
+  rigid part slides by p along its axis; its inertia is the moved inertia
+  of eq. 29, and ``d phi / d p = (d phi / d eta) [0; axis]`` (eq. 30-34)
+  since a translation along the axis composes additively. A rotor is
+  axially symmetric on its motor's fixed axis, so its offset leaves the
+  motor torques unchanged (a physical identity the tests check); the
+  payload is carried around by link 3 and its placement matters.
+
+phi(p) is not linear in p (mesh inertia is cubic in the vertices, a moved
+inertia quadratic in the translation); :meth:`DesignSpace.link_phi`
+returns phi and its exact Jacobian, and the moving mass (sum of the link
+masses) enters the optimisation as the mass budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from workbench import inertia
+from workbench.errors import WorkbenchError
+from workbench.fivebar_design import FiveBarDesign, Part
+from workbench.lie import Array
+from workbench.mesh import MeshShape, mass_properties
+
+PLACEABLE = {"payload": 2, "rotor_1": 0, "rotor_4": 3}  # part -> index of its axis in w1..w5
+VARIABLES = ("arc_width", *(f"{part}_offset" for part in PLACEABLE))
+
+
+@dataclass(frozen=True)
+class DesignVariable:
+    """A design variable: a change from the nominal design within [lower, upper] (m)."""
+
+    name: str
+    lower: float
+    upper: float
+
+
+class DesignSpace:
+    """The design variables of a five-bar and the map p -> link phi with its Jacobian."""
+
+    def __init__(
+        self,
+        design: FiveBarDesign,
+        variables: list[DesignVariable],
+        mass_budget: float = np.inf,
+    ):
+        names = [v.name for v in variables]
+        unknown = sorted(set(names) - set(VARIABLES))
+        if unknown or len(set(names)) != len(names):
+            raise WorkbenchError(
+                f"design variables {names}: unknown or repeated {unknown}; known: {list(VARIABLES)}"
+            )
+        for v in variables:
+            if not v.lower <= 0.0 <= v.upper:
+                raise WorkbenchError(
+                    f"design variable '{v.name}': bounds [{v.lower}, {v.upper}] must contain 0 "
+                    "(the nominal design)"
+                )
+        self.design = design
+        self.variables = list(variables)
+        self.mass_budget = float(mass_budget)
+        self._parts = design.parts()
+        self._axes = design.axes()
+        self._nominal = np.array([self._part_phi(part) for part in self._parts])
+
+    @classmethod
+    def from_table(cls, design: FiveBarDesign, table: Mapping, source: str) -> DesignSpace:
+        """From a problem file's ``[design]`` table (``mass_budget`` and ``[design.variables]``
+        mapping names to [lower, upper] bounds); errors name ``source``."""
+        table = dict(table)
+        budget = float(table.pop("mass_budget", np.inf))
+        raw = table.pop("variables", {})
+        if table:
+            raise WorkbenchError(f"{source}: [design] has unknown keys {sorted(table)}")
+        variables = []
+        for name, bounds in raw.items():
+            try:
+                lower, upper = map(float, bounds)
+            except (TypeError, ValueError):
+                raise WorkbenchError(
+                    f"{source}: [design.variables] {name} = {bounds!r}; expected [lower, upper]"
+                ) from None
+            variables.append(DesignVariable(name, lower, upper))
+        try:
+            return cls(design, variables, budget)
+        except WorkbenchError as exc:
+            raise WorkbenchError(f"{source}: {exc}") from None
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variables]
+
+    @property
+    def size(self) -> int:
+        return len(self.variables)
+
+    def bounds(self) -> tuple[Array, Array]:
+        return (
+            np.array([v.lower for v in self.variables]),
+            np.array([v.upper for v in self.variables]),
+        )
+
+    def _part_phi(self, part: Part) -> Array:
+        return mass_properties(part.vertices, part.faces, part.density).phi
+
+    def link_phi(self, p: ArrayLike) -> tuple[Array, Array]:
+        """phi (4, 10) of the tree links at design p (m,) and d phi / d p (4, 10, m)."""
+        p = np.asarray(p, dtype=float).reshape(-1)
+        if p.shape != (self.size,) or not np.all(np.isfinite(p)):
+            raise WorkbenchError(f"design p has shape {p.shape}; expected ({self.size},) finite")
+        value = dict(zip(self.names, p, strict=True))
+        column = {name: j for j, name in enumerate(self.names)}
+        phi = np.zeros((4, 10))
+        dphi = np.zeros((4, 10, self.size))
+        for part, nominal in zip(self._parts, self._nominal, strict=True):
+            if part.kind == "arc" and "arc_width" in value:
+                shape = MeshShape(part.vertices, part.faces, part.density, part.groups)
+                shape = shape.displace("top", "top", part.normal / 2)
+                shape = shape.displace("bottom", "bottom", -part.normal / 2)
+                w = value["arc_width"]
+                part_phi, d = shape.mass_properties([w, w])
+                dphi[part.link, :, column["arc_width"]] += d.sum(axis=1)
+            elif f"{part.name}_offset" in value:
+                axis = self._axes[PLACEABLE[part.name]]
+                T = np.eye(4)
+                T[:3, 3] = value[f"{part.name}_offset"] * axis
+                part_phi = inertia.moved_phi(nominal, T)
+                along = np.concatenate([np.zeros(3), axis])
+                dphi[part.link, :, column[f"{part.name}_offset"]] += (
+                    inertia.dphi_deta(part_phi) @ along
+                )
+            else:
+                part_phi = nominal
+            phi[part.link] += part_phi
+        return phi, dphi
+
+    def moving_mass(self, p: ArrayLike) -> float:
+        """Total mass (kg) of the four moving links at design p."""
+        return float(self.link_phi(p)[0][:, 0].sum())
