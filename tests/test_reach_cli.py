@@ -1,0 +1,92 @@
+"""`workbench reach` end to end: real IPOPT solves, real files, exit codes.
+
+The default problem's result files are checked for content (shapes, PNG
+size, a meshcat scene, the CSV header); an unreachable target and a bad
+problem file write nothing. The co-design problem must lower the
+objective of the same task, and re-solving that task with the optimised
+link inertias held fixed must reproduce its objective.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from workbench.cli import main
+from workbench.fivebar import FiveBar
+from workbench.inertia import matrix_from_phi
+from workbench.ocp import reach
+from workbench.resources import shipped
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reach") / "results"
+    code = main(["reach", "--out", str(out), "--quiet"])
+    return code, out
+
+
+def test_default_problem_writes_all_results(default_run):
+    code, out = default_run
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "solved"
+    assert summary["max_constraint_violation"] <= 1e-8
+    assert 0 <= summary["final_pointing_error_rad"] < 5e-3
+    data = np.load(out / "trajectory.npz")
+    K = summary["knots"]
+    assert data["t"].shape == (K,) and data["tau"].shape == (K, 2)
+    for key in ("q", "dq", "ddq"):
+        assert data[key].shape == (K, 5)
+    table = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
+    assert table.shape == (K, 1 + 15 + 2)
+    assert np.allclose(table[:, 16:], data["tau"], rtol=1e-15, atol=0)
+    header = (out / "trajectory.csv").read_text().splitlines()[0].split(",")
+    assert header[:2] == ["t", "q1"] and header[-2:] == ["tau1", "tau4"]
+    for name in ("joint_angles", "motor_torques", "power_energy"):
+        image = imread(out / f"{name}.png")
+        assert image.shape[:2] == (700, 1000) and image[..., :3].std() > 0.01
+    html = (out / "animation.html").read_text()
+    assert "<html" in html.lower() and "meshcat" in html.lower()
+    assert not list(out.parent.glob(".*staging*"))
+
+
+def test_unreachable_target_is_infeasible_and_writes_nothing(tmp_path, capsys):
+    text = (shipped("problems") / "fivebar_reach.toml").read_text()
+    problem = tmp_path / "unreachable.toml"
+    # straight opposite motor 1's axis: beyond the reach of its proximal and distal arcs
+    w1 = FiveBar.default().axes[0]
+    problem.write_text(text.replace("goal = [0.5, 0.3, 0.812]", f"goal = {(-w1).tolist()}"))
+    out = tmp_path / "out"
+    assert main(["reach", str(problem), "--out", str(out), "--quiet"]) == 1
+    assert not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "infeasible" in err[0] and "workspace" in err[0]
+
+
+def test_bad_problem_file_is_an_error(tmp_path, capsys):
+    problem = tmp_path / "bad.toml"
+    problem.write_text("[task]\nstart = [0, 0, 1]\nduration = 1.0\n")
+    assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "needs 'goal'" in err and str(problem) in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_codesign_lowers_the_objective_and_is_consistent(default_run):
+    _, out = default_run
+    nominal = json.loads((out / "summary.json").read_text())["objective"]
+    problem = reach.ReachProblem.from_toml(shipped("problems") / "fivebar_codesign.toml")
+    fivebar = FiveBar.default()
+    result = reach.solve(problem, fivebar, progress=False)
+    assert result.status == "solved"
+    assert result.objective < 0.9 * nominal
+    assert result.design["moving_mass_kg"]["after"] <= result.design["mass_budget_kg"] + 1e-9
+    redesigned = fivebar.with_inertias(matrix_from_phi(np.array(result.design["link_phi"])))
+    fixed = reach.solve(replace(problem, design=None), redesigned, progress=False)
+    assert fixed.status == "solved"
+    assert abs(fixed.objective - result.objective) <= 1e-6 * result.objective
