@@ -114,6 +114,18 @@ class DesignSpace:
             np.array([v.upper for v in self.variables]),
         )
 
+    def nominal_values(self) -> Array:
+        """The designed quantities at p = 0 (m): the arcs' width, a part's distance from the
+        centre along its axis; the design at p is ``nominal_values() + p``."""
+        values = []
+        for name in self.names:
+            if name == "arc_width":
+                values.append(self.design.width)
+            else:
+                part = next(x for x in self._parts if f"{x.name}_offset" == name)
+                values.append(float(part.vertices.mean(axis=0) @ self._axes[PLACEABLE[part.name]]))
+        return np.array(values)
+
     def _part_phi(self, part: Part) -> Array:
         return mass_properties(part.vertices, part.faces, part.density).phi
 

@@ -526,15 +526,21 @@ def _simulate(fivebar: FiveBar, problem: ReachProblem, result: ReachResult) -> N
 
 
 def _design_summary(design: DesignSpace, p: Array) -> dict:
-    """Design values before (nominal, 0) and after, their bounds and the moving mass."""
+    """Designed quantities before (nominal) and after, their bounds and the moving mass."""
     lower, upper = design.bounds()
+    nominal = design.nominal_values()
     variables = {
-        name: {"before": 0.0, "after": float(value), "lower": float(lo), "upper": float(up)}
-        for name, value, lo, up in zip(design.names, p, lower, upper, strict=True)
+        name: {
+            "before": float(n),
+            "after": float(n + value),
+            "lower": float(n + lo),
+            "upper": float(n + up),
+        }
+        for name, n, value, lo, up in zip(design.names, nominal, p, lower, upper, strict=True)
     }
     return {
         "variables": variables,
-        "unit": "m (change from the nominal design)",
+        "unit": "m (arc_width: the arcs' width; <part>_offset: its distance from the centre)",
         "moving_mass_kg": {
             "before": design.moving_mass(np.zeros(design.size)),
             "after": design.moving_mass(p),

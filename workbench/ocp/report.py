@@ -58,7 +58,7 @@ def write_results(
         names = list(variables)
         plots.plot_design(
             stage / "design.png",
-            [f"{name} [mm]" for name in names],
+            [f"{name.replace('_offset', ' distance').replace('_', ' ')} [mm]" for name in names],
             [1e3 * variables[name]["before"] for name in names],
             [1e3 * variables[name]["after"] for name in names],
         )
