@@ -101,7 +101,7 @@ class FiveBar:
         self.urdf_path = urdf_path
         self.home = np.zeros(5)
         # assembly mode: the side of the plane (w2', w5') on which w3' lies
-        self.mode = float(np.sign(np.cross(self.axes[1], self.axes[4]) @ self.axes[2]))
+        self.mode = float(np.sign(lie.cross(self.axes[1], self.axes[4]) @ self.axes[2]))
         self._cos23 = float(self.axes[1] @ self.axes[2])
         self._cos35 = float(self.axes[2] @ self.axes[4])
 
@@ -227,14 +227,14 @@ class FiveBar:
         dw_dq = np.zeros((N, 5, 3, 5))
         for i, before in ((1, (0,)), (2, (0, 1)), (4, (3,))):
             for j in before:
-                dw_dq[:, i, :, j] = np.cross(w[:, j], w[:, i])
+                dw_dq[:, i, :, j] = lie.cross(w[:, j], w[:, i])
         v1 = w[:, 0] * dq[:, 0, None]  # angular velocity of link 1
         v2 = v1 + w[:, 1] * dq[:, 1, None]  # link 2
         v4 = w[:, 3] * dq[:, 3, None]  # link 4
         b = (
-            np.cross(v1, w[:, 1]) * dq[:, 1, None]
-            + np.cross(v2, w[:, 2]) * dq[:, 2, None]
-            - np.cross(v4, w[:, 4]) * dq[:, 4, None]
+            lie.cross(v1, w[:, 1]) * dq[:, 1, None]
+            + lie.cross(v2, w[:, 2]) * dq[:, 2, None]
+            - lie.cross(v4, w[:, 4]) * dq[:, 4, None]
         )
         c = np.concatenate(
             [
@@ -250,23 +250,23 @@ class FiveBar:
         J[:, 3:6, 5:10] = G
         J[:, 6:9, 10:15] = G
         db_dq = (
-            np.cross(v1[:, :, None], dw_dq[:, 1], axis=1) * dq[:, 1, None, None]
-            + np.cross(dw_dq[:, 1] * dq[:, 1, None, None], w[:, 2, :, None], axis=1)
+            _cross_columns(v1[:, :, None], dw_dq[:, 1]) * dq[:, 1, None, None]
+            + _cross_columns(dw_dq[:, 1] * dq[:, 1, None, None], w[:, 2, :, None])
             * dq[:, 2, None, None]
-            + np.cross(v2[:, :, None], dw_dq[:, 2], axis=1) * dq[:, 2, None, None]
-            - np.cross(v4[:, :, None], dw_dq[:, 4], axis=1) * dq[:, 4, None, None]
+            + _cross_columns(v2[:, :, None], dw_dq[:, 2]) * dq[:, 2, None, None]
+            - _cross_columns(v4[:, :, None], dw_dq[:, 4]) * dq[:, 4, None, None]
         )
         J[:, 6:9, :5] = np.einsum("nikj,i,ni->nkj", dw_dq, sign, ddq) + db_dq
-        x12 = np.cross(w[:, 0], w[:, 1])
-        x13 = np.cross(w[:, 0], w[:, 2])
-        x23 = np.cross(w[:, 1], w[:, 2])
-        x45 = np.cross(w[:, 3], w[:, 4])
+        x12 = lie.cross(w[:, 0], w[:, 1])
+        x13 = lie.cross(w[:, 0], w[:, 2])
+        x23 = lie.cross(w[:, 1], w[:, 2])
+        x45 = lie.cross(w[:, 3], w[:, 4])
         d = dq[:, :, None]
         J[:, 6:9, 5] = x12 * d[:, 1] + x13 * d[:, 2]
-        J[:, 6:9, 6] = np.cross(v1, w[:, 1]) + x23 * d[:, 2]
-        J[:, 6:9, 7] = np.cross(v2, w[:, 2])
+        J[:, 6:9, 6] = lie.cross(v1, w[:, 1]) + x23 * d[:, 2]
+        J[:, 6:9, 7] = lie.cross(v2, w[:, 2])
         J[:, 6:9, 8] = -x45 * d[:, 4]
-        J[:, 6:9, 9] = -np.cross(v4, w[:, 4])
+        J[:, 6:9, 9] = -lie.cross(v4, w[:, 4])
         return c, J
 
     def _g(self, w: Array) -> tuple[Array, Array]:
@@ -325,9 +325,9 @@ class FiveBar:
         w_link2 = w_link1 + w[:, 1] * dq[:, 1, None]
         w_link4 = w[:, 3] * dq[:, 3, None]
         bias = (
-            np.cross(w_link1, w[:, 1]) * dq[:, 1, None]
-            + np.cross(w_link2, w[:, 2]) * dq[:, 2, None]
-            - np.cross(w_link4, w[:, 4]) * dq[:, 4, None]
+            lie.cross(w_link1, w[:, 1]) * dq[:, 1, None]
+            + lie.cross(w_link2, w[:, 2]) * dq[:, 2, None]
+            - lie.cross(w_link4, w[:, 4]) * dq[:, 4, None]
         )
         ddq = np.empty((len(q), 5))
         ddq[:, ACTIVE] = ddqa
@@ -355,7 +355,7 @@ class FiveBar:
         _, w = self._rotations(q)
         a, b = w[:, 1], w[:, 4]
         d = np.sum(a * b, axis=-1)
-        n = np.cross(a, b)
+        n = lie.cross(a, b)
         nn = np.sum(n * n, axis=-1)
         if np.any(nn < _SINGULAR**2):
             s = int(np.argmax(nn < _SINGULAR**2))
@@ -494,7 +494,7 @@ class FiveBar:
             dw[:, i, :, 6 * i : 6 * i + 3] = -W @ before[i]
             for j in branch_before[i]:
                 dw[:, i, :, 6 * j : 6 * j + 3] = -W @ (before[j] - after[j])
-                dw[:, i, :, 36 + j] = np.cross(w[:, j], w[:, i])
+                dw[:, i, :, 36 + j] = lie.cross(w[:, j], w[:, i])
         return dw
 
     # ------------------------------------------------------- end effector
@@ -512,7 +512,7 @@ class FiveBar:
         p = R[2] @ self.chain.tool_frame[:3, 2]
         dp_dq = np.zeros((len(q), 3, 5))
         for j in range(3):
-            dp_dq[:, :, j] = np.cross(w[:, j], p)
+            dp_dq[:, :, j] = lie.cross(w[:, j], p)
         return dp_dq
 
     def pointing_jacobian(self, q: ArrayLike) -> Array:
@@ -589,6 +589,11 @@ def _load_default(path: Path) -> FiveBar:
     return FiveBar.from_urdf(path)
 
 
+def _cross_columns(a: Array, b: Array) -> Array:
+    """Cross products of the columns: axis 1 holds the 3-vectors (..., 3, k)."""
+    return np.swapaxes(lie.cross(np.swapaxes(a, 1, -1), np.swapaxes(b, 1, -1)), 1, -1)
+
+
 def _perpendicular_projector(axis: Array) -> Array:
     """1 - a a^T: removes the component along the unit axis a."""
     return np.eye(3) - np.outer(axis, axis)
@@ -602,6 +607,6 @@ def _perpendicular(v: Array) -> Array:
 
 def _angle_about(axis: Array, x: Array, y: Array) -> Array:
     """Angle of the rotation about unit ``axis`` that carries x to y (rows)."""
-    cross = np.sum(axis * np.cross(x, y), axis=-1)
+    cross = np.sum(axis * lie.cross(x, y), axis=-1)
     dot = np.sum(x * y, axis=-1) - np.sum(axis * x, axis=-1) * np.sum(axis * y, axis=-1)
     return np.arctan2(cross, dot)

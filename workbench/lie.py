@@ -78,6 +78,14 @@ def vee(X: ArrayLike) -> Array:
     return np.concatenate([vee3(X[..., :3, :3]), X[..., :3, 3]], axis=-1)
 
 
+def cross(a: ArrayLike, b: ArrayLike) -> Array:
+    """a x b over the last axis with broadcasting (np.cross without its per-call overhead)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def _rotation_coefficients(theta: Array) -> tuple[Array, Array, Array]:
     """a = sin(t)/t, b = (1 - cos t)/t^2, c = (t - sin t)/t^3, with Taylor series near 0."""
     small = theta < _SMALL_ANGLE
