@@ -15,7 +15,11 @@ nominal phi whose base parameters equal the estimate, ``phi = phi_0 +
 B^+ (beta - B phi_0)`` with ``beta = B phi``; it reproduces the identified
 torques exactly. With ``physical=True`` the remaining null-space freedom is
 used to make every link's pseudo-inertia ``[[tr(I)/2 1 - I, h], [h^T, m]]``
-positive definite (closest such completion, SLSQP), if one exists.
+positive definite (closest such completion, SLSQP); when noise has moved
+the estimate outside the set of consistent models, the estimate itself is
+replaced by the consistent model closest in the least-squares metric (the
+base parameters then differ from the unconstrained ones by what the data
+allow).
 """
 
 from __future__ import annotations
@@ -112,6 +116,42 @@ def complete_phi(
     return phi.reshape(phi0.shape), is_physically_consistent(phi)
 
 
+def _constrained_fit(
+    phi0: Array, base: BaseParameters, theta: Array, information: Array
+) -> tuple[Array, Array]:
+    """The closest physically consistent model to the least-squares estimate.
+
+    Minimises ``(t - theta)^T information (t - theta)`` (the weighted
+    least-squares cost up to a constant) over ``t = [B phi, friction]``
+    subject to positive definite pseudo-inertias (SLSQP from the
+    minimum-norm completion). Returns phi (n, 10) and t.
+    """
+    B = base.matrix
+    r = B.shape[0]
+    flat0 = phi0.ravel()
+    start = np.concatenate([flat0 + np.linalg.pinv(B) @ (theta[:r] - B @ flat0), theta[r:]])
+    lift = np.zeros((theta.size, start.size))  # t = lift @ [phi, friction]
+    lift[:r, : B.shape[1]] = B
+    lift[r:, B.shape[1] :] = np.eye(theta.size - r)
+    H = lift.T @ information @ lift
+    g = lift.T @ information @ theta
+    scale = float(np.abs(H).max())
+
+    def cost(x: Array) -> tuple[float, Array]:
+        return float(x @ H @ x - 2 * g @ x) / scale, (2 * H @ x - 2 * g) / scale
+
+    def min_eig(x: Array) -> Array:
+        return np.linalg.eigvalsh(pseudo_inertia(x[: B.shape[1]].reshape(-1, 10)))[:, 0] - 1e-9
+
+    result = minimize(
+        cost, start, jac=True, method="SLSQP",
+        constraints=[{"type": "ineq", "fun": min_eig}],
+        options={"maxiter": 1000, "ftol": 1e-15},
+    )  # fmt: skip
+    x = result.x
+    return x[: B.shape[1]].reshape(phi0.shape), lift @ x
+
+
 @dataclass(frozen=True)
 class DynamicFit:
     """Identified base parameters, friction, completed phi and the calibrated chain."""
@@ -179,6 +219,9 @@ def calibrate_dynamic(
     theta = x / scale
     nb = base.independent.shape[0]
     phi, consistent = complete_phi(chain.phi, base, theta[:nb], physical)
+    if physical and not consistent:  # no consistent completion: constrain the estimate itself
+        phi, theta = _constrained_fit(chain.phi, base, theta, X.T @ (w[:, None] * X))
+        consistent = is_physically_consistent(phi)
     calibrated = replace(chain, inertias=inertia.matrix_from_phi(phi))
     return DynamicFit(
         chain=calibrated,
