@@ -169,9 +169,16 @@ class FiveBar:
         names = JOINTS if width == 5 else tuple(JOINTS[i] for i in ACTIVE)
         return as_samples(x, width, what, names)
 
+    @functools.cached_property
+    def _axis_hats(self) -> tuple[Array, Array]:
+        W = lie.hat3(self.axes / np.linalg.norm(self.axes, axis=1, keepdims=True))
+        return W, W @ W
+
     def _rotations(self, q: Array) -> tuple[Array, Array, Array]:
         """Branch rotations R_1, R_12, R_123, R_4, R_45 (5, N, 3, 3) and world axes w' (N, 5, 3)."""
-        E = lie.exp_so3(q[:, :, None] * self.axes[None])  # (N, 5, 3, 3) e^{[w_i] q_i}
+        # e^{[w_i] q_i} (N, 5, 3, 3) by Rodrigues with the unit axes' [w] and [w]^2
+        W, W2 = self._axis_hats
+        E = np.eye(3) + np.sin(q)[..., None, None] * W + (1.0 - np.cos(q))[..., None, None] * W2
         R1 = E[:, 0]
         R12 = R1 @ E[:, 1]
         R123 = R12 @ E[:, 2]
