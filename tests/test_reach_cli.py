@@ -90,3 +90,28 @@ def test_codesign_lowers_the_objective_and_is_consistent(default_run):
     fixed = reach.solve(replace(problem, design=None), redesigned, progress=False)
     assert fixed.status == "solved"
     assert abs(fixed.objective - result.objective) <= 1e-6 * result.objective
+
+
+def test_warm_start_from_a_previous_result(default_run, tmp_path):
+    _, out = default_run
+    cold = json.loads((out / "summary.json").read_text())
+    text = (shipped("problems") / "fivebar_reach.toml").read_text()
+    warm_line = f'warm_start = "{out / "trajectory.npz"}"'
+    problem = tmp_path / "warm.toml"
+    problem.write_text(text.replace('# warm_start = "results/trajectory.npz"', warm_line))
+    result = reach.solve(reach.ReachProblem.from_toml(problem), progress=False)
+    assert result.status == "solved"
+    assert abs(result.objective - cold["objective"]) <= 1e-6 * cold["objective"]
+    assert result.iterations < cold["iterations"]
+
+
+def test_minimum_time_is_faster_and_saturates_a_motor():
+    nominal = reach.ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml")
+    problem = replace(nominal, knots=25, minimum_time=True)
+    fivebar = FiveBar.default()
+    result = reach.solve(problem, fivebar, progress=False)
+    assert result.status == "solved"
+    assert result.t[-1] < nominal.duration
+    limit = fivebar.chain.effort_limit[[0, 3]]
+    assert np.abs(result.tau).max() >= 0.99 * limit.min()  # time-optimal: torques at a bound
+    assert np.all(np.abs(result.tau) <= limit + 1e-8)

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from workbench.fivebar import FiveBar
     from workbench.io import results_directory
-    from workbench.ocp.reach import ReachProblem, solve
+    from workbench.ocp.reach import ReachProblem, objective_unit, solve
     from workbench.ocp.report import write_results
     from workbench.resources import shipped
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     with results_directory(args.out) as stage:
         write_results(stage, problem, result, fivebar)
     print(
-        f"solved {problem.source}: objective {result.objective:.6g} N^2 m^2 s, "
+        f"solved {problem.source}: objective {result.objective:.6g} {objective_unit(problem)}, "
         f"{result.iterations} iterations, {result.solve_time_s:.2f} s, constraint violation "
         f"{result.max_constraint_violation:.1e}, final pointing error "
         f"{result.final_pointing_error_rad:.1e} rad (simulated); results in {args.out}/"

@@ -415,6 +415,11 @@ def _design_space(table: dict, source: str) -> DesignSpace:
     return DesignSpace.from_table(design, table, source)
 
 
+def objective_unit(problem: ReachProblem) -> str:
+    """Unit of the objective: the torque integral, or the duration plus 1e-3 of it."""
+    return "s + 1e-3 N^2 m^2 s" if problem.minimum_time else "N^2 m^2 s"
+
+
 def _state_bounds(fivebar: FiveBar) -> tuple[Array, Array]:
     """Bounds on (q, dq, ddq) per knot: joint limits (joint 5 shares joint 3's), velocity limits."""
     chain = fivebar.chain
@@ -468,6 +473,8 @@ def solve(
         "ipopt.sb": "yes",
         "print_time": False,
     }
+    if problem.warm_start is not None:  # start near the previous solution's barrier level
+        options.update({"ipopt.mu_init": 1e-6, "ipopt.bound_push": 1e-9, "ipopt.bound_frac": 1e-9})
     solver = ca.nlpsol("reach", "ipopt", problem_nlp["nlp"], options)
     started = time.perf_counter()
     sol = solver(

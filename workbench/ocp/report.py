@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench.fivebar import ACTIVE, FiveBar
-from workbench.ocp.reach import ReachProblem, ReachResult
+from workbench.ocp.reach import ReachProblem, ReachResult, objective_unit
 
 JOINT_LABELS = ("q1", "q2", "q3", "q4", "q5")
 
@@ -34,6 +34,7 @@ def write_results(
     from workbench.viz.scene import Robot
 
     summary = {"problem": problem.source, **result.summary()}
+    summary["objective_unit"] = objective_unit(problem)
     (stage / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     arrays = {"t": result.t, "q": result.q, "dq": result.dq, "ddq": result.ddq, "tau": result.tau}
     np.savez(stage / "trajectory.npz", **arrays)
