@@ -106,7 +106,22 @@ def test_dynamic_recovers_base_parameters(iiwa, tmp_path):
     assert np.abs(pinocchio_torques(urdf, q, dq, ddq) - expected).max() < 1e-8
 
 
-@pytest.mark.slow
+def test_pseudo_inertia_eigenvalue_gradient_matches_finite_differences():
+    from workbench.calibration.dynamic import smallest_eigenvalues
+
+    # mesh-based link inertias: physically consistent, well separated eigenvalues
+    phi = wb.inertia.phi_from_matrix(wb.fivebar.FiveBar.default().chain.inertias).ravel()
+    _, gradient = smallest_eigenvalues(phi)
+    h = 1e-9  # the eigenvalues are ~1e-5 with gaps of the same order: small steps
+
+    def values(x):
+        return smallest_eigenvalues(x)[0]
+
+    steps = h * np.eye(phi.size)
+    fd = np.stack([(values(phi + e) - values(phi - e)) / (2 * h) for e in steps], axis=1)
+    assert np.abs(fd - gradient).max() <= 1e-6 * np.abs(gradient).max()
+
+
 def test_physical_consistency_on_noisy_torques(iiwa, tmp_path):
     """With noise the least-squares estimate has no consistent completion; --physical must
     return a model with positive definite pseudo-inertias that fits the data as well."""

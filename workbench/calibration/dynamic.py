@@ -85,6 +85,24 @@ def pseudo_inertia(phi: Array) -> Array:
     return J
 
 
+def smallest_eigenvalues(phi: Array) -> tuple[Array, Array]:
+    """Each link's smallest pseudo-inertia eigenvalue (n,) and its gradient (n, 10 n).
+
+    The pseudo-inertia is linear in phi, so d lambda_min / d phi_k = v^T J(e_k) v
+    with v the unit eigenvector (a simple eigenvalue assumed, as SLSQP does).
+    """
+    links = phi.reshape(-1, 10)
+    values, vectors = np.linalg.eigh(pseudo_inertia(links))
+    v = vectors[..., 0]  # (n, 4)
+    basis = pseudo_inertia(np.eye(10))  # (10, 4, 4): J(e_k)
+    local = np.einsum("na,kab,nb->nk", v, basis, v)  # (n, 10)
+    n = len(links)
+    gradient = np.zeros((n, 10 * n))
+    for i in range(n):
+        gradient[i, 10 * i : 10 * i + 10] = local[i]
+    return values[:, 0], gradient
+
+
 def is_physically_consistent(phi: Array, margin: float = 0.0) -> bool:
     """Whether every link's pseudo-inertia has eigenvalues above ``margin``."""
     return bool(np.all(np.linalg.eigvalsh(pseudo_inertia(phi.reshape(-1, 10))) > margin))
@@ -103,12 +121,15 @@ def complete_phi(
     N = Vt[int(np.sum(s > 1e-10 * s[0])) :].T  # null space of B
 
     def min_eig(w: Array) -> Array:
-        return np.linalg.eigvalsh(pseudo_inertia((phi + N @ w).reshape(-1, 10)))[:, 0] - 1e-9
+        return smallest_eigenvalues(phi + N @ w)[0] - 1e-9
+
+    def min_eig_jacobian(w: Array) -> Array:
+        return smallest_eigenvalues(phi + N @ w)[1] @ N
 
     result = minimize(
         lambda w: float((N @ w + phi - flat0) @ (N @ w + phi - flat0)),
         np.zeros(N.shape[1]),
-        constraints=[{"type": "ineq", "fun": min_eig}],
+        constraints=[{"type": "ineq", "fun": min_eig, "jac": min_eig_jacobian}],
         method="SLSQP",
         options={"maxiter": 500, "ftol": 1e-14},
     )
@@ -141,11 +162,16 @@ def _constrained_fit(
         return float(x @ H @ x - 2 * g @ x) / scale, (2 * H @ x - 2 * g) / scale
 
     def min_eig(x: Array) -> Array:
-        return np.linalg.eigvalsh(pseudo_inertia(x[: B.shape[1]].reshape(-1, 10)))[:, 0] - 1e-9
+        return smallest_eigenvalues(x[: B.shape[1]])[0] - 1e-9
+
+    def min_eig_jacobian(x: Array) -> Array:
+        gradient = np.zeros((B.shape[1] // 10, x.size))
+        gradient[:, : B.shape[1]] = smallest_eigenvalues(x[: B.shape[1]])[1]
+        return gradient
 
     result = minimize(
         cost, start, jac=True, method="SLSQP",
-        constraints=[{"type": "ineq", "fun": min_eig}],
+        constraints=[{"type": "ineq", "fun": min_eig, "jac": min_eig_jacobian}],
         options={"maxiter": 1000, "ftol": 1e-15},
     )  # fmt: skip
     x = result.x
