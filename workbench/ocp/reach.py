@@ -39,6 +39,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from workbench import lie
 from workbench.errors import WorkbenchError
 from workbench.fivebar import ACTIVE, FiveBar
 from workbench.inertia import matrix_from_phi
@@ -204,19 +205,21 @@ def point_at(fivebar: FiveBar, direction: Array, guess: Array | None = None) -> 
     )
 
 
+def _angle(a: Array, b: Array) -> Array:
+    """Angle between vectors (rows), accurate near 0 and pi."""
+    return np.arctan2(np.linalg.norm(lie.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
+
+
 def _check_arcs_reach(fivebar: FiveBar, direction: Array) -> None:
     """Spherical triangle inequality on each branch: with proximal arc a_p (motor axis to
     passive axis) and distal arc a_d (passive axis to end effector), the angle between
     the motor axis and the direction must lie in [|a_p - a_d|, min(a_p + a_d, 2 pi - a_p - a_d)]."""
 
-    def angle(a: Array, b: Array) -> float:
-        return float(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1)))
-
     w = fivebar.axes  # home axes w1..w5; arcs are rigid, so their angles hold everywhere
     for motor, passive in ((0, 1), (3, 4)):
-        a_p, a_d = angle(w[motor], w[passive]), angle(w[passive], w[2])
+        a_p, a_d = _angle(w[motor], w[passive]), _angle(w[passive], w[2])
         low, high = abs(a_p - a_d), min(a_p + a_d, 2 * np.pi - a_p - a_d)
-        angle_to_motor = angle(w[motor], direction)
+        angle_to_motor = _angle(w[motor], direction)
         if not low - 1e-12 <= angle_to_motor <= high + 1e-12:
             raise WorkbenchError(
                 f"the pointing direction {np.round(direction, 4).tolist()} is outside the "
@@ -536,18 +539,16 @@ def _simulate(fivebar: FiveBar, problem: ReachProblem, result: ReachResult) -> N
     # one RK4 step per knot interval: 4 substeps change the final error by 2e-5 rad of 1.2e-3
     q, _ = fivebar.simulate(result.t, result.tau, result.q[0], result.dq[0, ACTIVE], substeps=1)
 
-    def angle(a: Array, b: Array) -> Array:
-        return np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
-
     simulated = fivebar.pointing(q)
-    result.final_pointing_error_rad = float(angle(simulated[-1], problem.goal))
-    result.tracking_error_rad = float(np.max(angle(simulated, fivebar.pointing(result.q))))
+    result.final_pointing_error_rad = float(_angle(simulated[-1], problem.goal))
+    result.tracking_error_rad = float(np.max(_angle(simulated, fivebar.pointing(result.q))))
 
 
 def _design_summary(design: DesignSpace, p: Array) -> dict:
     """Designed quantities before (nominal) and after, their bounds and the moving mass."""
     lower, upper = design.bounds()
     nominal = design.nominal_values()
+    phi = design.link_phi(p)[0]
     variables = {
         name: {
             "before": float(n),
@@ -562,10 +563,10 @@ def _design_summary(design: DesignSpace, p: Array) -> dict:
         "unit": "m (arc_width: the arcs' width; <part>_offset: its distance from the centre)",
         "moving_mass_kg": {
             "before": design.moving_mass(np.zeros(design.size)),
-            "after": design.moving_mass(p),
+            "after": float(phi[:, 0].sum()),
         },
         "mass_budget_kg": design.mass_budget,
-        "link_phi": design.link_phi(p)[0].tolist(),
+        "link_phi": phi.tolist(),
     }
 
 
