@@ -5,10 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import workbench as wb
 from tests.conftest import random_state
 from workbench import inertia, lie
+from workbench.regressor import torque_regressor
 
 
 @pytest.fixture
@@ -78,7 +82,7 @@ def test_dphi_deta_at_nonzero_eta_uses_the_left_jacobian(rng):
 def test_regressor_times_phi_reproduces_tau(chains, name):
     chain = chains[name]
     q, dq, ddq, _ = random_state(chain, 30, seed=22)
-    Y = inertia.torque_regressor(chain, q, dq, ddq)
+    Y = torque_regressor(chain, q, dq, ddq)
     tau = wb.inverse_dynamics(chain, q, dq, ddq)
     assert np.abs(Y @ chain.phi.ravel() - tau).max() < 1e-10 * np.abs(tau).max()
     # and d tau / d phi is the regressor: perturb one link's parameters
@@ -90,3 +94,11 @@ def test_regressor_times_phi_reproduces_tau(chains, name):
     heavier = replace(chain, inertias=inertia.matrix_from_phi(chain.phi + dphi))
     change = wb.inverse_dynamics(heavier, q, dq, ddq) - tau
     assert np.abs(Y @ dphi.ravel() - change).max() < 1e-10 * np.abs(tau).max()
+
+
+@settings(max_examples=50, deadline=None)
+@given(arrays(np.float64, 10, elements=st.floats(-10, 10)))
+def test_pseudo_inertia_round_trip(phi):
+    """phi <-> J is linear and one to one (10 numbers each)."""
+    back = inertia.phi_from_pseudo_inertia(inertia.pseudo_inertia(phi))
+    assert np.abs(back - phi).max() <= 1e-12 * max(1.0, np.abs(phi).max())

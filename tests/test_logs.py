@@ -21,7 +21,7 @@ def write_csv(path, header, rows) -> None:
 
 def good_table(chain):
     header = ["t", *(f"q_{j}" for j in chain.joint_names), *(f"tau_{j}" for j in chain.joint_names)]
-    rows = [[0.01 * k, 0.1 * k, -0.1 * k, 1.0, 2.0] for k in range(20)]
+    rows = [[0.01 * k, 0.05 * k, -0.05 * k, 1.0 + 0.1 * k, 2.0 - 0.1 * k] for k in range(20)]
     return header, rows
 
 

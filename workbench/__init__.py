@@ -23,7 +23,7 @@ import importlib
 from typing import Any
 
 from workbench import errors
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkbenchWarning
 
 __version__ = "0.1.0"
 
@@ -55,6 +55,7 @@ _LAZY_ATTRIBUTES = {
 
 __all__ = [
     "WorkbenchError",
+    "WorkbenchWarning",
     "errors",
     *sorted(_LAZY_ATTRIBUTES),
     *sorted(_LAZY_SUBMODULES),

@@ -386,14 +386,23 @@ class Chain:
 
     def placement_of(self, name: str) -> Array:
         """Pose at q = 0 (base frame) of a link or attached frame by name."""
+        return self._frame(name)[1]
+
+    def parent_of(self, name: str) -> int:
+        """Index of the link that carries the frame ``name`` (-1: the base)."""
+        return self._frame(name)[0]
+
+    def _frame(self, name: str) -> tuple[int, Array]:
         if name in self.link_names:
-            return self.joint_frames[self.link_names.index(name)]
+            index = self.link_names.index(name)
+            return index, self.joint_frames[index]
         for frame in self.attached_frames:
             if frame.name == name:
-                return frame.placement
+                return frame.parent, frame.placement
         if name == self.base_name:
-            return np.eye(4)
-        raise WorkbenchError(f"unknown frame '{name}'")
+            return -1, np.eye(4)
+        names = [self.base_name, *self.link_names, *(f.name for f in self.attached_frames)]
+        raise WorkbenchError(f"unknown frame '{name}'; the model's frames are {', '.join(names)}")
 
     def to_urdf(self, path: str | os.PathLike) -> Path:
         """Write the chain as a URDF that Pinocchio loads back (atomically)."""

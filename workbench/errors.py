@@ -11,3 +11,11 @@ from __future__ import annotations
 
 class WorkbenchError(ValueError):
     """A user-facing error: the message names what was wrong and where."""
+
+
+class WorkbenchWarning(UserWarning):
+    """Something a user should know that does not stop the run (one line, names what and where).
+
+    The command line prints each as ``workbench COMMAND: warning: ...`` and
+    reports list them (``summary.json`` ``warnings``).
+    """

@@ -428,7 +428,7 @@ class FiveBar:
         The tree's joint torque regressor (Pinocchio, project phi order, base
         frame at home) mapped by ``[I J_p^T]`` like the torques themselves.
         """
-        from workbench.inertia import torque_regressor
+        from workbench.regressor import torque_regressor
 
         q, batched = self._samples(q, "q")
         dq, _ = self._samples(dq, "dq")

@@ -152,28 +152,29 @@ def motion_matrix(T: ArrayLike) -> Array:
     return np.swapaxes(moved_phi(np.swapaxes(basis, -1, -2), T[..., None, :, :]), -1, -2)
 
 
-def torque_regressor(chain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
-    """d tau / d phi: tau = Y phi with phi = ``chain.phi.ravel()`` (base frame at q = 0).
+def pseudo_inertia(phi: Array) -> Array:
+    """Pseudo-inertia matrices (..., 4, 4): [[tr(I)/2 1 - I, h], [h^T, m]].
 
-    Pinocchio's ``computeJointTorqueRegressor`` gives the regressor for
-    each link's parameters in its joint frame and in Pinocchio's order;
-    its columns are reordered to the project's phi order and mapped to the
-    base frame at q = 0 through ``Y_base = Y_local L(M_k)^{-1}``. Returns
-    (N, n, 10 n), or (n, 10 n) for unbatched input. A Python loop over
-    samples calls Pinocchio (about 5 us per sample for n = 7).
+    Wensing, Kim and Slotine: phi is physically consistent (a mass
+    distribution exists) exactly when this matrix is positive definite; the
+    test holds in any frame (a rigid motion acts by congruence).
     """
-    import pinocchio as pin
+    I = rotational_inertia(phi)
+    J = np.zeros((*phi.shape[:-1], 4, 4))
+    J[..., :3, :3] = 0.5 * np.trace(I, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - I
+    J[..., :3, 3] = J[..., 3, :3] = phi[..., 1:4]
+    J[..., 3, 3] = phi[..., 0]
+    return J
 
-    from workbench.dynamics import check_state, pinocchio_model
 
-    state = check_state(chain, q, dq, ddq)
-    model = pinocchio_model(chain)
-    data = model.createData()
-    n = chain.n
-    Y = np.empty((state.q.shape[0], n, 10 * n))
-    for s in range(state.q.shape[0]):
-        Y[s] = pin.computeJointTorqueRegressor(model, data, state.q[s], state.dq[s], state.ddq[s])
-    Y = Y.reshape(-1, n, n, 10)[..., _FROM_PINOCCHIO]
-    to_local = motion_matrix(lie.inverse(chain.joint_frames))  # phi_local = L^-1 phi_base
-    Y = np.einsum("sikp,kpr->sikr", Y, to_local).reshape(-1, n, 10 * n)
-    return Y if state.batched else Y[0]
+def phi_from_pseudo_inertia(J: ArrayLike) -> Array:
+    """Inverse of :func:`pseudo_inertia`: phi (..., 10) of J (..., 4, 4)."""
+    J = np.asarray(J, dtype=float)
+    S = J[..., :3, :3]
+    I = np.trace(S, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - S
+    phi = np.empty((*J.shape[:-2], 10))
+    phi[..., 0] = J[..., 3, 3]
+    phi[..., 1:4] = J[..., :3, 3]
+    for k, (r, c) in enumerate(_I_INDEX):
+        phi[..., 4 + k] = I[..., r, c]
+    return phi

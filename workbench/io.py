@@ -50,6 +50,19 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def check_output_directory(out: str | os.PathLike) -> Path:
+    """Fail early, before any computation, when ``out`` cannot become a results directory."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise WorkbenchError(f"--out {out} exists and is not a directory")
+    parent = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise WorkbenchError(f"--out {out}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise WorkbenchError(f"--out {out}: no permission to write in {parent}")
+    return out
+
+
 @contextlib.contextmanager
 def results_directory(out: str | os.PathLike) -> Iterator[Path]:
     """Stage a results directory and publish it only if the block succeeds.

@@ -159,6 +159,38 @@ def left_jacobian_inverse_so3(w: ArrayLike) -> Array:
     return np.eye(3) - 0.5 * W + k[..., None, None] * (W @ W)
 
 
+def quaternion_to_matrix(quat: ArrayLike) -> Array:
+    """Rotation matrices of unit quaternions (qx, qy, qz, qw); (..., 4) -> (..., 3, 3)."""
+    x, y, z, w = np.moveaxis(np.asarray(quat, dtype=float), -1, 0)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
+
+
+def matrix_to_quaternion(R: ArrayLike) -> Array:
+    """Unit quaternions (qx, qy, qz, qw), qw >= 0, of rotations; (..., 3, 3) -> (..., 4)."""
+    w = log_so3(R)
+    angle = np.linalg.norm(w, axis=-1, keepdims=True)
+    axis = np.divide(w, angle, out=np.zeros_like(w), where=angle > 0)
+    return np.concatenate([axis * np.sin(angle / 2), np.cos(angle / 2)], axis=-1)
+
+
+def rpy_to_matrix(rpy: ArrayLike) -> Array:
+    """``Rz(yaw) Ry(pitch) Rx(roll)`` of (roll, pitch, yaw) as in URDF; (..., 3) -> (..., 3, 3)."""
+    rpy = np.asarray(rpy, dtype=float)
+    e = np.eye(3)
+    return (
+        exp_so3(rpy[..., 2, None] * e[2])
+        @ exp_so3(rpy[..., 1, None] * e[1])
+        @ exp_so3(rpy[..., 0, None] * e[0])
+    )
+
+
 def exp_se3(V: ArrayLike) -> Array:
     """Homogeneous transform exp([V]); (..., 6) -> (..., 4, 4)."""
     V = np.asarray(V, dtype=float)

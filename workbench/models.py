@@ -4,7 +4,9 @@
 returns the Pinocchio model it was built from. Names:
 
 * shipped under ``models/``: ``iiwa`` (KUKA LBR iiwa 14 R820, identified
-  inertial parameters of seed 003), ``planar_2r`` (the 2R of seed 003 §6.1);
+  inertial parameters of seed 003), ``planar_2r`` (the 2R of seed 003 §6.1),
+  ``staubli_tx40`` and ``ur10e`` (real robots with recordings to calibrate
+  from, see their README files);
 * from the ``example-robot-data`` wheel (found under its installed prefix,
   the wheel has no Python loader): ``ur3``, ``ur5``, ``ur10``, ``panda``,
   ``panda_arm`` (fingers locked), ``talos`` (fixed-base), ``talos_upper_body``
@@ -36,6 +38,8 @@ class ModelSpec:
 MODELS: dict[str, ModelSpec] = {
     "iiwa": ModelSpec("shipped", "iiwa/iiwa14.urdf"),
     "planar_2r": ModelSpec("shipped", "planar_2r/planar_2r.urdf"),
+    "staubli_tx40": ModelSpec("shipped", "staubli_tx40/tx40.urdf"),
+    "ur10e": ModelSpec("shipped", "ur10/ur10e.urdf", tool_frame="flange"),
     "ur3": ModelSpec("example-robot-data", "ur_description/urdf/ur3_robot.urdf"),
     "ur5": ModelSpec("example-robot-data", "ur_description/urdf/ur5_robot.urdf"),
     "ur10": ModelSpec("example-robot-data", "ur_description/urdf/ur10_robot.urdf"),
@@ -73,7 +77,9 @@ def example_robot_data_dir() -> Path:
 
 
 def urdf_path(name: str) -> Path:
-    """The URDF file behind a model name."""
+    """The URDF file behind a model name (or the path itself, for a URDF path)."""
+    if _is_path(name):
+        return Path(name)
     spec = _spec(name)
     root = shipped("models") if spec.source == "shipped" else example_robot_data_dir()
     path = root / spec.path
@@ -100,11 +106,15 @@ def pinocchio_model(name: str):
 
 def load(name: str, tool_frame: str | None = None) -> Chain:
     """A named model (see the module docstring), or a path to a URDF file, as a Chain."""
-    if name.endswith(".urdf") or Path(name).is_file():
+    if _is_path(name):
         return Chain.from_urdf(name, tool_frame=tool_frame)
     return Chain.from_pinocchio(
         pinocchio_model(name), tool_frame=tool_frame or _spec(name).tool_frame
     )
+
+
+def _is_path(name: str) -> bool:
+    return name.endswith(".urdf") or Path(name).is_file()
 
 
 def _spec(name: str) -> ModelSpec:

@@ -46,14 +46,20 @@ def _set_inertial(link: ET.Element, phi: np.ndarray) -> None:
     )  # fmt: skip
 
 
-def urdf_string(chain: Chain, meshes: dict[str, list[str]] | None = None) -> str:
+def urdf_string(
+    chain: Chain,
+    meshes: dict[str, list[str]] | None = None,
+    dynamics: dict[str, tuple[float, float]] | None = None,
+) -> str:
     """The URDF text of ``chain``: one link per joint (frame = joint frame), fixed frames, tool.
 
     ``meshes`` maps a link name to mesh files (paths relative to the URDF,
     vertices in the link's frame) that become its visual and collision
-    geometry.
+    geometry; ``dynamics`` a joint name to its viscous and Coulomb friction,
+    written as ``<dynamics damping="..." friction="..."/>``.
     """
     meshes = meshes or {}
+    dynamics = dynamics or {}
     robot = ET.Element("robot", name=chain.name)
     ET.SubElement(robot, "link", name=chain.base_name)
     phi = inertia.phi_from_matrix(chain.local_inertias())
@@ -74,6 +80,9 @@ def urdf_string(chain: Chain, meshes: dict[str, list[str]] | None = None) -> str
             effort=_num(chain.effort_limit[i]),
             velocity=_num(chain.velocity_limit[i]),
         )
+        if chain.joint_names[i] in dynamics:
+            damping, friction = dynamics[chain.joint_names[i]]
+            ET.SubElement(joint, "dynamics", damping=_num(damping), friction=_num(friction))
         link = ET.SubElement(robot, "link", name=chain.link_names[i])
         for filename in meshes.get(chain.link_names[i], ()):
             for kind in ("visual", "collision"):
@@ -99,10 +108,13 @@ def urdf_string(chain: Chain, meshes: dict[str, list[str]] | None = None) -> str
 
 
 def write_urdf(
-    chain: Chain, path: str | os.PathLike, meshes: dict[str, list[str]] | None = None
+    chain: Chain,
+    path: str | os.PathLike,
+    meshes: dict[str, list[str]] | None = None,
+    dynamics: dict[str, tuple[float, float]] | None = None,
 ) -> Path:
-    """Write ``chain`` to ``path`` as URDF, atomically (``meshes`` as in :func:`urdf_string`)."""
-    return atomic_write_text(path, urdf_string(chain, meshes))
+    """Write ``chain`` to ``path`` as URDF, atomically (arguments as in :func:`urdf_string`)."""
+    return atomic_write_text(path, urdf_string(chain, meshes, dynamics))
 
 
 def with_mesh_inertias(

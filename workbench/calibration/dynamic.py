@@ -1,25 +1,30 @@
-"""Inertial-parameter identification from torque logs (base parameters, friction).
+"""Identification of inertial and drive parameters from joint torques.
 
-Model: ``tau = Y(q, dq, ddq) phi + F_v dq + F_c sign(dq)`` with the regressor
-``Y = workbench.inertia.torque_regressor`` ((N, n, 10 n), phi in the base
-frame at q = 0, project order [m, h, I_xx, I_yy, I_zz, I_xy, I_xz, I_yz]) and
-diagonal viscous / Coulomb friction.
+Model: ``tau = W(q, dq, ddq) x`` in standard parameters with the chosen drive
+terms (:mod:`workbench.calibration.torque_model`), reduced to base
+parameters ``beta`` so that ``tau = W_base beta`` has a unique solution.
 
-Base parameters (Gautier's numerical method): QR with column pivoting of the
-stacked regressor at random states, ``Y P = Q [R11 R12]``; the first r
-pivoted columns are independent and ``Y_dep = Y_ind K`` with ``K = R11^-1
-R12``, so ``Y phi = Y_ind beta`` with ``beta = phi_ind + K phi_dep``.
+Equations (:func:`torque_equations`): the base regressor and the torques at
+every logged sample; with a log description, both go through the same
+anti-aliasing filter before decimation ("parallel decimation", Gautier), the
+filters' borders are dropped, and joint rows slower than the log's
+``min_speed`` stay out of the fit (not out of validation).
 
-Completion: the full phi written to a URDF is the minimum-norm change of the
-nominal phi whose base parameters equal the estimate, ``phi = phi_0 +
-B^+ (beta - B phi_0)`` with ``beta = B phi``; it reproduces the identified
-torques exactly. With ``physical=True`` the remaining null-space freedom is
-used to make every link's pseudo-inertia ``[[tr(I)/2 1 - I, h], [h^T, m]]``
-positive definite (closest such completion, SLSQP); when noise has moved
-the estimate outside the set of consistent models, the estimate itself is
-replaced by the consistent model closest in the least-squares metric (the
-base parameters then differ from the unconstrained ones by what the data
-allow).
+Fit (:func:`fit_equations`): weighted least squares with one weight per
+joint, ``1 / sigma_j``, where ``sigma_j^2 = |r_j|^2 / (m_j - b)`` comes from
+an ordinary least-squares fit (Gautier's two-step WLS; ``m_j`` rows of joint
+j, ``b`` base parameters); robust losses by IRLS on top. The covariance of
+beta is ``s^2 (X_w^T X_w)^{-1}`` with ``s^2`` the weighted residual variance
+(about 1), its relative standard deviations ``100 std / |beta|`` %.
+
+Completion: the full standard parameters ``x`` behind beta are the
+minimum-norm change of the nominal ``x0`` (the model's inertias and nominal
+drive parameters): ``x = x0 + B^+ (beta - B x0)``, which reproduces the
+identified torques exactly. With ``physical=True``, when that completion is
+not physically consistent, the model is the consistent one closest to the
+estimate in the least-squares metric
+(:func:`workbench.calibration.consistency.consistent_fit`): a consistent
+completion of beta when one exists, else the most likely consistent model.
 """
 
 from __future__ import annotations
@@ -27,236 +32,226 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.linalg import qr
-from scipy.optimize import minimize
 
 from workbench import inertia
-from workbench.calibration.logs import Log
+from workbench.calibration import signals
+from workbench.calibration.consistency import consistent_fit, is_consistent
+from workbench.calibration.drives import Drives
+from workbench.calibration.samples import Log
 from workbench.calibration.solver import irls_weights
+from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
 
 @dataclass(frozen=True)
-class BaseParameters:
-    """Structure of the base parameters: ``beta = matrix @ phi`` (r, 10 n)."""
+class TorqueEquations:
+    """Rows of ``tau = X beta``: sample times (M,), X (M, n, r), tau (M, n), fit mask (M, n)."""
 
-    independent: np.ndarray  # (r,) phi indices of the base columns
-    matrix: Array  # (r, 10 n)
+    t: Array
+    X: Array
+    tau: Array
+    fit: np.ndarray
 
-
-def base_parameters(
-    chain: Chain, samples: int = 200, rtol: float = 1e-8, seed: int = 0
-) -> BaseParameters:
-    """Base parameters of ``chain`` from random states (module docstring)."""
-    rng = np.random.default_rng(seed)
-    lower, upper = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
-    q = rng.uniform(lower, upper, size=(samples, chain.n))
-    dq, ddq = rng.normal(size=(2, samples, chain.n))
-    Y = inertia.torque_regressor(chain, q, dq, ddq).reshape(-1, 10 * chain.n)
-    _, R, perm = qr(Y, mode="economic", pivoting=True)
-    d = np.abs(np.diag(R))
-    r = int(np.sum(d > rtol * d[0]))
-    K = np.linalg.solve(R[:r, :r], R[:r, r:])
-    matrix = np.zeros((r, Y.shape[1]))
-    matrix[:, perm[:r]] = np.eye(r)
-    matrix[:, perm[r:]] = K
-    return BaseParameters(perm[:r], matrix)
+    def __len__(self) -> int:
+        return self.t.shape[0]
 
 
-def friction_columns(dq: Array) -> Array:
-    """(N, n, 2 n): d tau / d [F_v, F_c] for diagonal viscous and Coulomb friction."""
-    N, n = dq.shape
-    X = np.zeros((N, n, 2 * n))
-    idx = np.arange(n)
-    X[:, idx, idx] = dq
-    X[:, idx, n + idx] = np.sign(dq)
-    return X
+def torque_equations(model: TorqueModel, base: BaseParameters, log: Log) -> TorqueEquations:
+    """The base regressor and torques of ``log`` after parallel decimation (module docstring)."""
+    if log.tau is None:
+        raise WorkbenchError(f"{log.source}: identification from torques needs joint torques")
 
+    def rows(start: int, stop: int) -> Array:
+        s = slice(start, stop)
+        X = model.columns(log.q[s], log.dq[s], log.ddq[s], select=base.independent)
+        return np.concatenate([X, log.tau[s, :, None]], axis=2)
 
-def pseudo_inertia(phi: Array) -> Array:
-    """Pseudo-inertia matrices (..., 4, 4): [[tr(I)/2 1 - I, h], [h^T, m]] (Wensing et al.)."""
-    I = inertia.rotational_inertia(phi)
-    J = np.zeros((*phi.shape[:-1], 4, 4))
-    J[..., :3, :3] = 0.5 * np.trace(I, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - I
-    J[..., :3, 3] = J[..., 3, :3] = phi[..., 1:4]
-    J[..., 3, 3] = phi[..., 0]
-    return J
-
-
-def smallest_eigenvalues(phi: Array) -> tuple[Array, Array]:
-    """Each link's smallest pseudo-inertia eigenvalue (n,) and its gradient (n, 10 n).
-
-    The pseudo-inertia is linear in phi, so d lambda_min / d phi_k = v^T J(e_k) v
-    with v the unit eigenvector (a simple eigenvalue assumed, as SLSQP does).
-    """
-    links = phi.reshape(-1, 10)
-    values, vectors = np.linalg.eigh(pseudo_inertia(links))
-    v = vectors[..., 0]  # (n, 4)
-    basis = pseudo_inertia(np.eye(10))  # (10, 4, 4): J(e_k)
-    local = np.einsum("na,kab,nb->nk", v, basis, v)  # (n, 10)
-    n = len(links)
-    gradient = np.zeros((n, 10 * n))
-    for i in range(n):
-        gradient[i, 10 * i : 10 * i + 10] = local[i]
-    return values[:, 0], gradient
-
-
-def is_physically_consistent(phi: Array, margin: float = 0.0) -> bool:
-    """Whether every link's pseudo-inertia has eigenvalues above ``margin``."""
-    return bool(np.all(np.linalg.eigvalsh(pseudo_inertia(phi.reshape(-1, 10))) > margin))
-
-
-def complete_phi(
-    phi0: Array, base: BaseParameters, beta: Array, physical: bool = False
-) -> tuple[Array, bool]:
-    """Full phi (n, 10) with base parameters ``beta`` closest to ``phi0``; and its consistency."""
-    B = base.matrix
-    flat0 = phi0.ravel()
-    phi = flat0 + np.linalg.pinv(B) @ (beta - B @ flat0)
-    if not physical or is_physically_consistent(phi, 1e-9):
-        return phi.reshape(phi0.shape), is_physically_consistent(phi)
-    _, s, Vt = np.linalg.svd(B)
-    N = Vt[int(np.sum(s > 1e-10 * s[0])) :].T  # null space of B
-
-    def min_eig(w: Array) -> Array:
-        return smallest_eigenvalues(phi + N @ w)[0] - 1e-9
-
-    def min_eig_jacobian(w: Array) -> Array:
-        return smallest_eigenvalues(phi + N @ w)[1] @ N
-
-    result = minimize(
-        lambda w: float((N @ w + phi - flat0) @ (N @ w + phi - flat0)),
-        np.zeros(N.shape[1]),
-        constraints=[{"type": "ineq", "fun": min_eig, "jac": min_eig_jacobian}],
-        method="SLSQP",
-        options={"maxiter": 500, "ftol": 1e-14},
-    )
-    phi = phi + N @ result.x
-    return phi.reshape(phi0.shape), is_physically_consistent(phi)
-
-
-def _constrained_fit(
-    phi0: Array, base: BaseParameters, theta: Array, information: Array
-) -> tuple[Array, Array]:
-    """The closest physically consistent model to the least-squares estimate.
-
-    Minimises ``(t - theta)^T information (t - theta)`` (the weighted
-    least-squares cost up to a constant) over ``t = [B phi, friction]``
-    subject to positive definite pseudo-inertias (SLSQP from the
-    minimum-norm completion). Returns phi (n, 10) and t.
-    """
-    B = base.matrix
-    r = B.shape[0]
-    flat0 = phi0.ravel()
-    start = np.concatenate([flat0 + np.linalg.pinv(B) @ (theta[:r] - B @ flat0), theta[r:]])
-    lift = np.zeros((theta.size, start.size))  # t = lift @ [phi, friction]
-    lift[:r, : B.shape[1]] = B
-    lift[r:, B.shape[1] :] = np.eye(theta.size - r)
-    H = lift.T @ information @ lift
-    g = lift.T @ information @ theta
-    scale = float(np.abs(H).max())
-
-    def cost(x: Array) -> tuple[float, Array]:
-        return float(x @ H @ x - 2 * g @ x) / scale, (2 * H @ x - 2 * g) / scale
-
-    def min_eig(x: Array) -> Array:
-        return smallest_eigenvalues(x[: B.shape[1]])[0] - 1e-9
-
-    def min_eig_jacobian(x: Array) -> Array:
-        gradient = np.zeros((B.shape[1] // 10, x.size))
-        gradient[:, : B.shape[1]] = smallest_eigenvalues(x[: B.shape[1]])[1]
-        return gradient
-
-    result = minimize(
-        cost, start, jac=True, method="SLSQP",
-        constraints=[{"type": "ineq", "fun": min_eig, "jac": min_eig_jacobian}],
-        options={"maxiter": 1000, "ftol": 1e-15},
-    )  # fmt: skip
-    x = result.x
-    return x[: B.shape[1]].reshape(phi0.shape), lift @ x
+    Z = signals.decimate_blocks(rows, len(log), log.decimation)
+    keep = slice(log.border, Z.shape[0] - log.border)
+    t = log.t[:: log.decimation][keep]
+    dq = log.dq[:: log.decimation][keep]
+    fit = np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
+    return TorqueEquations(t, Z[keep, :, :-1], Z[keep, :, -1], fit)
 
 
 @dataclass(frozen=True)
 class DynamicFit:
-    """Identified base parameters, friction, completed phi and the calibrated chain."""
+    """Identified base parameters, their statistics, and the completed model."""
 
-    chain: Chain
+    model: TorqueModel
     base: BaseParameters
     beta: Array  # (r,)
-    friction: Array  # (2 n,) viscous then Coulomb
-    covariance: Array  # (r + 2 n, r + 2 n) of [beta, friction]
-    sigma: float
+    covariance: Array  # (r, r)
+    sigma: Array  # (n,) residual standard deviation per joint (N m)
     condition_number: float
+    x: Array  # (P,) completed standard parameters (TorqueModel order)
     physically_consistent: bool
     iterations: int
+    rows: int  # equations used
+
+    @property
+    def std(self) -> Array:
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+    @property
+    def relative_std(self) -> Array:
+        """100 std / |beta| (%); inf where beta is 0."""
+        with np.errstate(divide="ignore"):
+            return np.where(self.beta != 0, 100.0 * self.std / np.abs(self.beta), np.inf)
+
+    @property
+    def chain(self) -> Chain:
+        """The model's chain with the completed inertias."""
+        phi, _ = self.model.split(self.x)
+        return replace(self.model.chain, inertias=inertia.matrix_from_phi(phi))
+
+    @property
+    def drive_values(self) -> Array:
+        """Completed drive parameters, in ``model.drives.names`` order."""
+        return self.model.split(self.x)[1]
+
+    def value(self, name: str) -> float:
+        """The base parameter whose name (regrouping expression) starts with ``name``."""
+        for expression, value in zip(self.base.names, self.beta, strict=True):
+            if expression.split(" ")[0] == name:
+                return float(value)
+        raise WorkbenchError(f"no base parameter led by '{name}'")
 
 
-def dynamic_columns(chain: Chain, base: BaseParameters, log: Log) -> Array:
-    """Stacked columns (N n, r + 2 n): base regressor then friction."""
-    Y = inertia.torque_regressor(chain, log.q, log.dq, log.ddq)
-    X = np.concatenate([Y[..., base.independent], friction_columns(log.dq)], axis=2)
-    return X.reshape(-1, X.shape[2])
+def predict(fit: DynamicFit, equations: TorqueEquations, rows: np.ndarray | None = None) -> Array:
+    """Torques (M, n) of the identified model on the equations' samples ``rows``."""
+    X = equations.X if rows is None else equations.X[rows]
+    return X @ fit.beta
 
 
-def predict_torques(fit: DynamicFit, log: Log) -> Array:
-    """Torques (N, n) of the identified model: Y_base beta + friction."""
-    X = dynamic_columns(fit.chain, fit.base, log)
-    return (X @ np.concatenate([fit.beta, fit.friction])).reshape(len(log), -1)
+def fit_equations(
+    model: TorqueModel,
+    base: BaseParameters,
+    equations: TorqueEquations,
+    rows: np.ndarray | None = None,
+    *,
+    x0: Array | None = None,
+    weighted: bool = True,
+    loss: str = "linear",
+    f_scale: float = 1.0,
+    physical: bool = False,
+    max_iterations: int = 30,
+) -> DynamicFit:
+    """Weighted least squares of beta on the samples ``rows`` (default all); module docstring."""
+    rows = np.arange(len(equations)) if rows is None else np.asarray(rows)
+    use = equations.fit[rows]
+    X = equations.X[rows][use]  # (m, r)
+    y = equations.tau[rows][use]
+    joint = np.nonzero(use)[1]
+    n, r = model.chain.n, X.shape[1]
+    _check_determined(X, base, n)
+    scale = np.linalg.norm(X, axis=0)
+    Xs = X / scale
+    weights = np.ones_like(y)
+    if weighted:
+        theta = np.linalg.lstsq(Xs, y, rcond=None)[0]
+        weights = _joint_weights(Xs @ theta - y, joint, n, r)
+    w, theta, iterations = np.ones_like(y), np.zeros(r), 0
+    while iterations < max_iterations:
+        iterations += 1
+        sw = np.sqrt(w) * weights
+        new = np.linalg.lstsq(Xs * sw[:, None], y * sw, rcond=None)[0]
+        converged = np.linalg.norm(new - theta) <= 1e-12 * (1 + np.linalg.norm(new))
+        theta = new
+        w = irls_weights((Xs @ theta - y) * weights, loss, f_scale)
+        if loss == "linear" or converged:
+            break
+    sw = np.sqrt(w) * weights
+    Xw = Xs * sw[:, None]
+    residual = (Xs @ theta - y) * sw
+    s2 = float(residual @ residual) / max(y.size - r, 1)
+    covariance = s2 * np.linalg.inv(Xw.T @ Xw) / np.outer(scale, scale)
+    singular = np.linalg.svd(Xw, compute_uv=False)
+    beta = theta / scale
+    sigma = np.sqrt(
+        np.bincount(joint, (Xs @ theta - y) ** 2, minlength=n)
+        / np.maximum(np.bincount(joint, minlength=n), 1)
+    )
+    x0 = model.values() if x0 is None else x0
+    x = x0 + np.linalg.pinv(base.matrix) @ (beta - base.matrix @ x0)
+    consistent = is_consistent(model, x)
+    if physical and not consistent:
+        x = consistent_fit(model, base, x0, beta, covariance).x
+        beta = base.matrix @ x
+        consistent = is_consistent(model, x)
+    return DynamicFit(
+        model=model,
+        base=base,
+        beta=beta,
+        covariance=covariance,
+        sigma=sigma,
+        condition_number=float(singular[0] / singular[-1]),
+        x=x,
+        physically_consistent=consistent,
+        iterations=iterations,
+        rows=int(y.size),
+    )
 
 
 def calibrate_dynamic(
     chain: Chain,
     log: Log,
     *,
+    drives: Drives | None = None,
+    drive_values: Array | None = None,
     loss: str = "linear",
     f_scale: float = 1.0,
     physical: bool = False,
-    max_iterations: int = 30,
+    weighted: bool = True,
 ) -> DynamicFit:
-    """Weighted least squares (IRLS for robust losses) of base parameters and friction."""
-    if log.tau is None:
-        raise WorkbenchError(f"{log.source}: dynamic calibration needs tau_<joint> columns")
-    base = base_parameters(chain)
-    X = dynamic_columns(chain, base, log)
-    y = log.tau.ravel()
+    """Identify base parameters (and drive terms) of ``chain`` from all of ``log``.
+
+    ``drives`` defaults to viscous and Coulomb friction; ``drive_values``
+    are the nominal drive parameters (zero by default) that the completion
+    starts from.
+    """
+    drives = drives or Drives(chain.n)
+    model = TorqueModel(chain, drives)
+    base = base_parameters(model)
+    equations = torque_equations(model, base, log)
+    return fit_equations(
+        model, base, equations, x0=model.values(drive_values), weighted=weighted, loss=loss,
+        f_scale=f_scale, physical=physical,
+    )  # fmt: skip
+
+
+def _check_determined(X: Array, base: BaseParameters, n: int) -> None:
+    """Refuse fits with fewer equations than parameters or a rank-deficient regressor."""
+    m, r = X.shape
+    if m < r:
+        raise WorkbenchError(
+            f"underdetermined identification: {m} torque equations for {r} base parameters; "
+            "log more samples (or more motion)"
+        )
     scale = np.linalg.norm(X, axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    Xs = X / scale
-    w = np.ones_like(y)
-    x = np.zeros(X.shape[1])
-    iterations = 0
-    while iterations < max_iterations:
-        iterations += 1
-        sw = np.sqrt(w)
-        x_new = np.linalg.lstsq(Xs * sw[:, None], y * sw, rcond=None)[0]
-        converged = np.linalg.norm(x_new - x) <= 1e-12 * (1 + np.linalg.norm(x_new))
-        x = x_new
-        w = irls_weights(Xs @ x - y, loss, f_scale)
-        if loss == "linear" or converged:
-            break
-    r = Xs @ x - y
-    dof = max(y.shape[0] - X.shape[1], 1)
-    sigma2 = float((w * r) @ r) / dof
-    A = Xs.T @ (w[:, None] * Xs)
-    cov = sigma2 * np.linalg.inv(A) / np.outer(scale, scale)
-    s = np.linalg.svd(Xs, compute_uv=False)
-    theta = x / scale
-    nb = base.independent.shape[0]
-    phi, consistent = complete_phi(chain.phi, base, theta[:nb], physical)
-    if physical and not consistent:  # no consistent completion: constrain the estimate itself
-        phi, theta = _constrained_fit(chain.phi, base, theta, X.T @ (w[:, None] * X))
-        consistent = is_physically_consistent(phi)
-    calibrated = replace(chain, inertias=inertia.matrix_from_phi(phi))
-    return DynamicFit(
-        chain=calibrated,
-        base=base,
-        beta=theta[:nb],
-        friction=theta[nb:],
-        covariance=cov,
-        sigma=float(np.sqrt(sigma2)),
-        condition_number=float(s[0] / s[-1]),
-        physically_consistent=consistent,
-        iterations=iterations,
-    )
+    if np.any(scale == 0):
+        names = [base.names[k] for k in np.flatnonzero(scale == 0)]
+        raise WorkbenchError(
+            f"the log does not excite base parameter(s) {', '.join(names[:5])}: their regressor "
+            "columns are zero (joints that never move or accelerate)"
+        )
+    _, s, Vt = np.linalg.svd(X / scale, full_matrices=False)
+    if s[-1] < 1e-10 * s[0]:
+        worst = np.argsort(-np.abs(Vt[-1]))[:3]
+        names = ", ".join(base.names[k] for k in worst)
+        raise WorkbenchError(
+            f"rank-deficient identification (condition number {s[0] / max(s[-1], 1e-300):.2e}): "
+            f"the log cannot separate {names}; log a more exciting trajectory"
+        )
+
+
+def _joint_weights(residual: Array, joint: np.ndarray, n: int, r: int) -> Array:
+    """1 / sigma_j per row, sigma_j^2 = |r_j|^2 / (m_j - r) (Gautier's WLS)."""
+    counts = np.bincount(joint, minlength=n)
+    sums = np.bincount(joint, residual**2, minlength=n)
+    dof = np.where(counts > r, counts - r, np.maximum(counts, 1))
+    sigma = np.sqrt(sums / dof)
+    sigma = np.where(sigma > 0, sigma, sigma[sigma > 0].min() if np.any(sigma > 0) else 1.0)
+    return 1.0 / sigma[joint]

@@ -1,229 +1,227 @@
-"""One calibration run end to end: split, fit, validate, and write the results directory.
+"""One calibration run end to end: fit, validate on held-out samples, write the results.
 
-Every run reports, for the training part and a held-out validation part (the
-last ``validation`` fraction of the log in time, or a second log): residual
-RMS before (nominal model) and after calibration, first-order parameter
-standard deviations ``sigma^2 (J^T J)^-1``, the condition number of the
-column-scaled Jacobian, the directions the data cannot identify, and the rows
-dropped from the log. The results directory holds ``summary.json``,
-``calibrated.urdf`` (checked by loading it back with Pinocchio) and
-``residuals.png``.
+Every run fits the whole log and validates on samples no fit saw: the last
+fraction of the log, contiguous cross-validation folds (every sample held
+out once, predicted by a fit on the others; leave-one-out for static poses),
+or a second log (:mod:`workbench.calibration.validation`). The nominal model
+is scored on the same held-out samples (for measured poses in an unknown
+device frame, with its device and marker frames fitted on the same training
+samples, its best case).
+
+The results directory holds
+
+* ``summary.json``: ``heldout_relative_rms`` (RMS of the held-out error
+  divided by the RMS of the measurement; for poses, of the positions about
+  their mean), the nominal model's figure on the same samples, per-channel
+  RMS, per-fold figures, the kind's own statistics, and ``warnings``;
+* ``parameters.csv``: columns ``name,value,rel_std_percent`` (base
+  parameters named by their regrouping, drive terms ``fv1, fs1, Ia1, off1,
+  ..., Iam6, fvm6, fsm6``; for twists, the eta components);
+* ``calibrated.urdf`` (checked by loading it back with Pinocchio; viscous
+  and Coulomb friction in ``<dynamics>``) and, with drive terms,
+  ``calibrated.drives.toml`` (all drive parameters, read back by
+  :func:`workbench.calibration.drives.read_drive_file`);
+* ``residuals.png`` (held-out RMS per channel on a log scale, residual
+  histograms) and, for torques, ``heldout_torques.png`` (measured, nominal
+  and calibrated torque per joint on the held-out samples).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from workbench.calibration.dynamic import calibrate_dynamic, predict_torques
-from workbench.calibration.eta import twist_covariance
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
-from workbench.calibration.logs import Log
-from workbench.calibration.twist import TwistModel, TwistProblem, calibrate_twist
+from workbench.calibration.kinds import Options, kind
+from workbench.calibration.samples import Log
+from workbench.calibration.validation import EndSplit, Folds, relative_rms
 from workbench.chain import Chain
-from workbench.dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
 from workbench.lie import Array
+from workbench.urdf import write_urdf
+from workbench.viz.plots import plot_heldout_torques, plot_residuals
 
-KINDS = ("kinematic", "twist", "dynamic")
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Held-out samples for the plots: times, errors after and before, measurements."""
+
+    t: Array
+    after: Array  # (M, k)
+    before: Array  # (M, k)
+    measured: Array | None  # (M, k) torques, None for poses
+    labels: tuple[str, ...]
+    unit: str
 
 
 @dataclass(frozen=True)
 class CalibrationReport:
-    """A calibrated chain, the summary (JSON-ready) and validation residuals for the plots."""
+    """A calibrated chain, the summary (JSON-ready), parameter rows and extra files."""
 
     chain: Chain
     summary: dict[str, Any]
-    before: Array  # (N_val, m) validation residuals of the nominal model
-    after: Array  # (N_val, m) of the calibrated model
-    labels: tuple[str, ...] = field(default=())
-    unit: str = ""
+    parameters: list[tuple[str, float, float]]
+    heldout: HeldOut
+    files: dict[str, str] = field(default_factory=dict)
+    dynamics: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def split_log(log: Log, fraction: float) -> tuple[Log, Log]:
-    """Training part and the last ``fraction`` of the samples (in time) for validation."""
-    if not 0.0 < fraction < 1.0:
-        raise WorkbenchError(f"validation fraction {fraction} must lie in (0, 1)")
-    cut = round(len(log) * (1.0 - fraction))
-    if cut < 1 or cut >= len(log):
-        raise WorkbenchError(f"{log.source}: too few samples ({len(log)}) to hold out {fraction}")
-    rows = np.arange(len(log))
-    return log.subset(rows < cut), log.subset(rows >= cut)
-
-
-def _rms(r: Array) -> float:
-    return float(np.sqrt(np.mean(np.square(r))))
+def default_validation(log: Log) -> EndSplit | Folds:
+    """The scheme a log description asks for, else the last 20 % held out."""
+    if log.defaults.folds:
+        return Folds(log.defaults.folds)
+    return EndSplit(log.defaults.validation or 0.2)
 
 
 def calibrate(
     chain: Chain,
-    kind: str,
-    train: Log,
-    validation: Log,
-    *,
-    loss: str = "linear",
-    f_scale: float | None = None,
-    inertial: bool = False,
-    physical: bool = False,
-    progress: bool = False,
+    kind_name: str,
+    log: Log,
+    validation: EndSplit | Folds | Log | None = None,
+    options: Options | None = None,
 ) -> CalibrationReport:
-    """Run the ``kind`` calibration on ``train`` and validate it on ``validation``."""
-    if kind == "kinematic":
-        return _kinematic(chain, train, validation, loss, f_scale or 1e-3, progress)
-    if kind == "twist":
-        return _twist(chain, train, validation, loss, f_scale or 1.0, inertial, progress)
-    if kind == "dynamic":
-        return _dynamic(chain, train, validation, loss, f_scale or 1.0, physical)
-    raise WorkbenchError(f"unknown calibration kind '{kind}'; choose one of {', '.join(KINDS)}")
-
-
-def _common(chain: Chain, train: Log, validation: Log, kind: str) -> dict[str, Any]:
-    dropped = {*train.dropped, *validation.dropped}
-    return {
-        "kind": kind,
+    """Calibrate ``chain`` on ``log`` and validate it (module docstring)."""
+    options = options or Options()
+    spec = kind(kind_name)
+    problem = spec.prepare(chain, log, options)
+    _say(options, f"{kind_name} calibration: fitting {len(problem.times)} samples")
+    full = problem.fit(None)
+    everything = np.arange(len(problem.times))
+    train_after = problem.errors(full, everything)
+    train_before = problem.errors(problem.baseline(None), everything)
+    folds: list[dict[str, Any]] = []
+    if isinstance(validation, Log):
+        other = spec.prepare(chain, validation, options)
+        rows = np.arange(len(other.times))
+        after = other.errors(full, rows)
+        before = other.errors(other.baseline(None), rows)
+        label, times, measured = (
+            f"second log {validation.source}",
+            other.times,
+            other.measured(rows),
+        )
+        figures = other.heldout(after, rows)
+        nominal = other.heldout(before, rows)
+    else:
+        scheme = validation or default_validation(log)
+        label = scheme.label
+        splits = scheme.splits(problem.times)
+        after = np.full_like(train_after, np.nan)
+        before = np.full_like(train_before, np.nan)
+        held = np.zeros(len(problem.times), dtype=bool)
+        for f, (train, test) in enumerate(splits):
+            _say(options, f"{kind_name} calibration: validation fit {f + 1} of {len(splits)}")
+            after[test] = problem.errors(problem.fit(train), test)
+            before[test] = problem.errors(problem.baseline(train), test)
+            held[test] = True
+            if len(splits) <= 20:
+                folds.append(
+                    {"samples": int(test.size), **_numbers(problem.heldout(after[test], test))}
+                )
+        rows = np.flatnonzero(held)
+        after, before = after[rows], before[rows]
+        times, measured = problem.times[rows], problem.measured(rows)
+        figures = problem.heldout(after, rows)
+        nominal = problem.heldout(before, rows)
+    summary = {
+        "kind": kind_name,
         "model": chain.name,
         "tool_frame": chain.tool_name,
-        "log": train.source,
-        "validation_log": validation.source,
-        "samples": {"train": len(train), "validation": len(validation)},
-        "dropped_rows": [
-            {"line": d.line, "column": d.column, "reason": d.reason}
-            for d in sorted(dropped, key=lambda d: d.line)
-        ],
-        "velocities_from_savgol": train.differentiated,
+        "log": log.source,
         "joint_names": list(chain.joint_names),
-    }
-
-
-def _eta_entries(eta: Array, std: Array, null: Array, chain: Chain) -> dict[str, Any]:
-    names = [*chain.joint_names, f"tool:{chain.tool_name}"]
-    return {
-        "eta_order": "per joint then tool: (omega_x, omega_y, omega_z, v_x, v_y, v_z)",
-        "eta": {name: eta[6 * k : 6 * k + 6].tolist() for k, name in enumerate(names)},
-        "eta_std": {name: std[6 * k : 6 * k + 6].tolist() for k, name in enumerate(names)},
-        "non_identifiable_directions": null.T.tolist(),
-    }
-
-
-def _kinematic(chain, train, validation, loss, f_scale, progress) -> CalibrationReport:
-    problem = KinematicProblem.from_log(train)
-    check = KinematicProblem.from_log(validation)
-    fit = calibrate_kinematic(chain, problem, loss=loss, f_scale=f_scale, progress=progress)
-    width = 6 if problem.orientation is not None else 3
-    before = check.residual(chain).reshape(-1, width)
-    after = check.residual(fit.chain).reshape(-1, width)
-    cov_twist = twist_covariance(fit.chain, fit.covariance)
-    summary = _common(chain, train, validation, "kinematic")
-    summary |= {
-        "rms": {
-            "train_before": _rms(problem.residual(chain)),
-            "train_after": _rms(fit.solution.residual),
-            "validation_before": _rms(before),
-            "validation_after": _rms(after),
-            "unit": "m (rotations in m via rotation_weight)",
+        "heldout_relative_rms": figures["relative_rms"],
+        "heldout": {
+            "scheme": label,
+            "samples": len(times),
+            "calibrated": figures,
+            "nominal": nominal,
+            "folds": folds,
         },
-        "iterations": fit.solution.iterations,
-        "identifiable_dimension": int(fit.subspace.basis.shape[1]),
-        "condition_number": fit.subspace.condition_number,
-        "sigma": fit.solution.sigma,
-        "twists": fit.chain.twists.tolist(),
-        "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
-        "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
-        **_eta_entries(fit.eta, fit.eta_std, fit.subspace.null, chain),
-    }
-    labels = ("px", "py", "pz", "rx", "ry", "rz")[:width]
-    return CalibrationReport(fit.chain, summary, before, after, labels, "m")
-
-
-def _twist(chain, train, validation, loss, f_scale, inertial, progress) -> CalibrationReport:
-    fit = calibrate_twist(
-        chain, train, inertial=inertial, loss=loss, f_scale=f_scale, progress=progress
-    )
-    nominal = TwistModel(chain, np.zeros(2 * chain.n))
-    check = TwistProblem(validation)
-    before = check.predict(nominal) - validation.tau
-    after = check.predict(fit.model) - validation.tau
-    p = 6 * (chain.n + 1)
-    cov_eta = fit.covariance[:p, :p]
-    std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
-    n = chain.n
-    summary = _common(chain, train, validation, "twist")
-    summary |= {
-        "rms": {
-            "train_before": _rms(TwistProblem(train).predict(nominal) - train.tau),
-            "train_after": _rms(fit.solution.residual),
-            "validation_before": _rms(before),
-            "validation_after": _rms(after),
-            "unit": "N m",
-        },
-        "iterations": fit.solution.iterations,
-        "identifiable_dimension": int(fit.subspace.basis.shape[1]),
-        "condition_number": fit.subspace.condition_number,
-        "sigma": fit.solution.sigma,
-        "inertial": inertial,
-        "twists": fit.chain.twists.tolist(),
-        "twist_std": np.sqrt(np.einsum("nii->ni", twist_covariance(fit.chain, cov_eta))).tolist(),
-        "viscous_friction": fit.model.friction[:n].tolist(),
-        "coulomb_friction": fit.model.friction[n:].tolist(),
-        "friction_std": std[-2 * n :].tolist(),
-        **_eta_entries(fit.eta, std[:p], fit.subspace.null[:p], chain),
-    }
-    if inertial:
-        summary["phi"] = fit.chain.phi.tolist()
-    return CalibrationReport(fit.chain, summary, before, after, chain.joint_names, "N m")
-
-
-def _dynamic(chain, train, validation, loss, f_scale, physical) -> CalibrationReport:
-    fit = calibrate_dynamic(chain, train, loss=loss, f_scale=f_scale, physical=physical)
-    before = inverse_dynamics(chain, validation.q, validation.dq, validation.ddq) - validation.tau
-    after = predict_torques(fit, validation) - validation.tau
-    train_before = inverse_dynamics(chain, train.q, train.dq, train.ddq) - train.tau
-    std = np.sqrt(np.diag(fit.covariance))
-    nb, n = fit.beta.shape[0], chain.n
-    names = [f"{p}_{j}" for j in chain.joint_names for p in _PHI_NAMES]
-    summary = _common(chain, train, validation, "dynamic")
-    summary |= {
         "rms": {
             "train_before": _rms(train_before),
-            "train_after": _rms(predict_torques(fit, train) - train.tau),
+            "train_after": _rms(train_after),
             "validation_before": _rms(before),
             "validation_after": _rms(after),
-            "unit": "N m",
+            "unit": problem.unit,
         },
-        "iterations": fit.iterations,
-        "condition_number": fit.condition_number,
-        "sigma": fit.sigma,
-        "base_parameters": {
-            "independent": [names[k] for k in fit.base.independent],
-            "matrix": fit.base.matrix.tolist(),
-            "value": fit.beta.tolist(),
-            "std": std[:nb].tolist(),
-        },
-        "viscous_friction": fit.friction[:n].tolist(),
-        "coulomb_friction": fit.friction[n:].tolist(),
-        "friction_std": std[nb:].tolist(),
-        "phi_order": list(_PHI_NAMES),
-        "phi": fit.chain.phi.tolist(),
-        "physically_consistent": fit.physically_consistent,
+        "samples": {"fitted": len(problem.times), "heldout": len(times)},
+        "dropped_rows": [
+            {"line": d.line, "column": d.column, "reason": d.reason} for d in log.dropped
+        ],
+        "velocities_estimated": log.differentiated,
+        "preprocessing": {"decimation": log.decimation, "border_samples": log.border},
+        **problem.summary(full),
     }
-    return CalibrationReport(fit.chain, summary, before, after, chain.joint_names, "N m")
+    if problem.unit == "N m":
+        summary["train_relative_rms"] = relative_rms(
+            train_after + problem.measured(everything), problem.measured(everything)
+        )
+    heldout = HeldOut(times, after, before, measured, tuple(problem.labels), problem.unit)
+    return CalibrationReport(
+        problem.chain(full),
+        summary,
+        problem.parameters(full),
+        heldout,
+        problem.files(full),
+        problem.dynamics(full),
+    )
 
 
-_PHI_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
+def _say(options: Options, message: str) -> None:
+    if options.progress:
+        print(message, file=sys.stderr, flush=True)
 
 
-def write_report(directory: str | os.PathLike, report: CalibrationReport) -> Path:
-    """Write calibrated.urdf (checked by reloading), residuals.png and summary.json."""
-    from workbench.viz.plots import plot_residuals
+def _rms(r: Array) -> float:
+    return float(np.sqrt(np.nanmean(np.square(r))))
 
+
+def _numbers(figures: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in figures.items() if not isinstance(v, dict)}
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with NumPy scalars as numbers and NaN or inf as None (JSON has neither)."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_ready(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def parameters_csv(rows: list[tuple[str, float, float]]) -> str:
+    """``name,value,rel_std_percent`` text (relative std ``inf`` where the value is 0)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["name", "value", "rel_std_percent"])
+    for name, value, rel in rows:
+        writer.writerow(
+            [name, repr(float(value)), repr(float(rel)) if math.isfinite(rel) else "inf"]
+        )
+    return buffer.getvalue()
+
+
+def write_report(
+    directory: str | os.PathLike, report: CalibrationReport, warnings: list[str] | None = None
+) -> Path:
+    """Write the results (module docstring) into ``directory``."""
     directory = Path(directory)
-    urdf = report.chain.to_urdf(directory / "calibrated.urdf")
+    urdf = write_urdf(report.chain, directory / "calibrated.urdf", dynamics=report.dynamics)
     reloaded = Chain.from_urdf(urdf, tool_frame=report.chain.tool_name)
     if reloaded.joint_names != report.chain.joint_names:
         raise WorkbenchError(f"{urdf}: joint names changed when written")
@@ -232,9 +230,22 @@ def write_report(directory: str | os.PathLike, report: CalibrationReport) -> Pat
         "tool_frame": float(np.abs(reloaded.tool_frame - report.chain.tool_frame).max()),
         "phi": float(np.abs(reloaded.phi - report.chain.phi).max()),
     }
-    plot_residuals(
-        directory / "residuals.png", report.before, report.after, report.labels, unit=report.unit
-    )
-    summary = report.summary | {"urdf": urdf.name, "urdf_reload_max_difference": mismatch}
-    atomic_write_text(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+    for name, text in report.files.items():
+        atomic_write_text(directory / name, text)
+    atomic_write_text(directory / "parameters.csv", parameters_csv(report.parameters))
+    h = report.heldout
+    plot_residuals(directory / "residuals.png", h.before, h.after, h.labels, unit=h.unit)
+    if h.measured is not None:
+        plot_heldout_torques(
+            directory / "heldout_torques.png", h.t, h.measured, h.measured + h.after,
+            h.measured + h.before, h.labels,
+        )  # fmt: skip
+    summary = report.summary | {
+        "urdf": urdf.name,
+        "urdf_reload_max_difference": mismatch,
+        "files": sorted(["summary.json", "parameters.csv", "calibrated.urdf", *report.files]),
+        "warnings": warnings or [],
+    }
+    text = json.dumps(json_ready(summary), indent=2, allow_nan=False)
+    atomic_write_text(directory / "summary.json", text + "\n")
     return directory

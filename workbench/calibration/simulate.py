@@ -3,7 +3,8 @@
 The trajectory is a sum of sines per joint (a common exciting trajectory),
 ``q_i(t) = c_i + sum_k a_ik sin(2 pi f_k t + phase_ik)``, centred in the joint
 range and scaled to stay within 80 % of it (ranges wider than 2 pi are
-clipped to [-pi, pi]); dq and ddq are its exact derivatives.
+clipped to [-pi, pi]) and below 90 % of the joint's velocity limit; dq and
+ddq are its exact derivatives.
 
 The ground truth is the nominal chain moved by ``eta_true`` (seed 000 eq. 6)
 drawn in ``identifiable_eta_basis`` with standard deviation ``perturb`` (rad
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from workbench import inertia, lie
-from workbench.calibration.kinematic import forward_kinematics, matrix_to_quaternion
+from workbench.calibration.kinematic import forward_kinematics
 from workbench.calibration.logs import Log
 from workbench.chain import Chain
 from workbench.differential_dynamics import identifiable_eta_basis
@@ -57,6 +58,9 @@ def exciting_trajectory(
     amp *= half[:, None] / np.abs(amp).sum(axis=1, keepdims=True)
     phase = rng.uniform(0.0, 2 * np.pi, size=(chain.n, harmonics))
     w = 2 * np.pi * freq
+    peak_speed = np.abs(amp) @ w  # bound of |dq_i|
+    limit = np.where(np.isfinite(chain.velocity_limit), 0.9 * chain.velocity_limit, np.inf)
+    amp *= np.minimum(1.0, limit / peak_speed)[:, None]
     arg = t[:, None, None] * w + phase  # (N, n, K)
     q = centre + np.einsum("nk,snk->sn", amp, np.sin(arg))
     dq = np.einsum("nk,snk->sn", amp * w, np.cos(arg))
@@ -113,7 +117,7 @@ def simulate_log(
         position = T[:, :3, 3] + rng.normal(scale=noise, size=(samples, 3))
         if orientation:
             R = lie.exp_so3(rng.normal(scale=noise, size=(samples, 3))) @ T[:, :3, :3]
-            quaternion = matrix_to_quaternion(R)
+            quaternion = lie.matrix_to_quaternion(R)
     else:
         tau = inverse_dynamics(truth.chain, q, dq, ddq)
         tau += truth.viscous * dq + truth.coulomb * np.sign(dq)

@@ -42,14 +42,21 @@ class Subspace:
 
 
 def identifiable_subspace(
-    J: Array, prior: Array, rank: int | None = None, rtol: float = 1e-8
+    J: Array, prior: Array, rank: int | None = None, rtol: float = 1e-8, preferred: int = 0
 ) -> Subspace:
     """SVD of ``J @ prior`` (columns scaled to unit norm): the directions it resolves.
 
     ``prior`` (p, m) spans the candidate directions (e.g. the eta directions
     that change a twist, ``identifiable_eta_basis``); singular values below
     ``rtol`` times the largest are not identifiable unless ``rank`` is given.
+    The first ``preferred`` columns of ``prior`` are kept whole when the data
+    resolve them, and the other directions only for what they add: what the
+    two could both explain goes to the preferred ones (e.g. a camera frame
+    absorbs a common motion of all joint axes, which it cannot be told apart
+    from).
     """
+    if preferred:
+        return _preferred_subspace(J, prior, preferred, rank, rtol)
     Jp = J @ prior
     scale = np.linalg.norm(Jp, axis=0)
     scale = np.where(scale > 1e-10 * scale.max(), scale, 1.0)  # unseen columns stay ~0
@@ -71,6 +78,23 @@ def identifiable_subspace(
     null = np.hstack([inside, outside])
     cond = float(s[0] / s[rank - 1]) if rank > 0 else np.inf
     return Subspace(basis, null, s, cond)
+
+
+def _preferred_subspace(
+    J: Array, prior: Array, preferred: int, rank: int | None, rtol: float
+) -> Subspace:
+    first = identifiable_subspace(J, prior[:, :preferred], rtol=rtol)
+    if first.basis.shape[1] < preferred:  # the data do not resolve them all: no preference
+        return identifiable_subspace(J, prior, rank, rtol)
+    Q, _ = np.linalg.qr(J @ first.basis)
+    rest = J - Q @ (Q.T @ J)  # what the preferred directions cannot explain
+    rank = None if rank is None else rank - preferred
+    second = identifiable_subspace(rest, prior[:, preferred:], rank, rtol)
+    basis = np.hstack([first.basis, second.basis])
+    X = J @ basis
+    s = np.linalg.svd(X / np.linalg.norm(X, axis=0), compute_uv=False)
+    null = _orthogonal_complement(np.linalg.qr(basis)[0])
+    return Subspace(basis, null, s, float(s[0] / s[-1]))
 
 
 def _orthogonal_complement(Q: Array) -> Array:

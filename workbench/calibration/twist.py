@@ -1,88 +1,135 @@
 """Joint-twist calibration from torque logs (seed 000 §2, Algorithm 1).
 
-Residual ``r = tau(q, dq, ddq; chain) + F_v dq + F_c sign(dq) - tau_meas``,
-its Jacobian with respect to eta from ``twist_derivatives`` (d tau / d eta at
-eta = 0 of the current chain, eq. 9), and optionally the inertial parameters
-(regressor columns, ``tau = Y phi``) and friction. Gauss-Newton /
-Levenberg-Marquardt iterates ``chain <- chain.with_eta(delta)`` (eq. 6),
-relinearising at the updated chain, and moves only in the directions that
-both change a twist (``identifiable_eta_basis``) and change the logged torques
-(SVD of the stacked Jacobian, :func:`identifiable_subspace`).
+Residual ``r = tau(q, dq, ddq; chain) + C(dq, ddq) x - tau_meas`` with the
+drive terms ``C x`` (:mod:`workbench.calibration.drives`; viscous and
+Coulomb friction by default), its Jacobian with respect to eta from
+``twist_derivatives`` (d tau / d eta at eta = 0 of the current chain, eq. 9),
+optionally the inertial parameters (regressor columns, ``tau = Y phi``), and
+the drive parameters. Gauss-Newton / Levenberg-Marquardt iterates ``chain <-
+chain.with_eta(delta)`` (eq. 6), relinearising at the updated chain, and
+moves only in the directions that both change a twist
+(``identifiable_eta_basis``) and change the logged torques (SVD of the
+stacked Jacobian, :func:`identifiable_subspace`).
+
+With a log description the residual and its Jacobian go through the same
+parallel decimation as the dynamic identification (the filter is linear, so
+decimating ``r`` and ``J`` is exact), and joint rows below the speed
+threshold stay out of the fit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import block_diag
 
 from workbench import inertia
-from workbench.calibration.dynamic import friction_columns
+from workbench.calibration import signals
+from workbench.calibration.drives import Drives
 from workbench.calibration.eta import eta_between
-from workbench.calibration.logs import Log
+from workbench.calibration.samples import Log
 from workbench.calibration.solver import Solution, Subspace, identifiable_subspace
 from workbench.calibration.solver import levenberg_marquardt as lm
 from workbench.chain import Chain
 from workbench.differential_dynamics import identifiable_eta_basis, twist_derivatives
+from workbench.dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.regressor import torque_regressor
 
 
 @dataclass(frozen=True)
 class TwistModel:
-    """The parameters being calibrated: the chain (twists, inertias) and friction (2 n,)."""
+    """The parameters being calibrated: the chain (twists, inertias) and drive parameters."""
 
     chain: Chain
-    friction: Array
+    drive: Array  # drive parameters, in Drives.names order (friction by default)
 
 
 @dataclass(frozen=True)
 class TwistProblem:
-    """Logged joint states and torques; ``inertial`` also fits phi."""
+    """Logged joint states and torques; ``inertial`` also fits phi.
+
+    ``rows`` selects equation samples (after decimation) for the fit; None
+    takes all. ``drives`` defaults to viscous and Coulomb friction.
+    """
 
     log: Log
     inertial: bool = False
+    drives: Drives | None = None
+    rows: np.ndarray | None = None
+
+    @property
+    def terms(self) -> Drives:
+        return self.drives or Drives(self.log.q.shape[1])
+
+    def _equations(self, rows: Callable[[int, int], Array]) -> Array:
+        """Decimated and trimmed per-sample arrays (M, n, k) at the selected equation samples."""
+        log = self.log
+        Z = signals.decimate_blocks(rows, len(log), log.decimation)
+        keep = np.arange(log.border, Z.shape[0] - log.border)
+        return Z[keep if self.rows is None else keep[self.rows]]
+
+    def _moving(self) -> np.ndarray:
+        """(M, n) joint rows that enter fits (at or above the log's min_speed)."""
+        log = self.log
+        dq = log.dq[:: log.decimation][log.border : len(log.dq[:: log.decimation]) - log.border]
+        dq = dq if self.rows is None else dq[self.rows]
+        return (
+            np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
+        )
+
+    def _torques(self, chain: Chain, x: Array, s: slice) -> Array:
+        log = self.log
+        tau = inverse_dynamics(chain, log.q[s], log.dq[s], log.ddq[s])
+        return tau + np.einsum("snk,k->sn", self.terms.columns(log.dq[s], log.ddq[s]), x)
 
     def predict(self, model: TwistModel) -> Array:
-        """Model torques (N, n) including friction."""
-        from workbench.dynamics import inverse_dynamics
+        """Model torques at the equation samples (decimated when the log says so)."""
+        return self._equations(lambda a, b: self._torques(model.chain, model.drive, slice(a, b)))
 
-        log = self.log
-        tau = inverse_dynamics(model.chain, log.q, log.dq, log.ddq)
-        return tau + np.einsum("snk,k->sn", friction_columns(log.dq), model.friction)
+    def measured(self) -> Array:
+        """Measured torques at the equation samples."""
+        return self._equations(lambda a, b: self.log.tau[a:b])
 
     def evaluate(self, model: TwistModel) -> tuple[Array, Array]:
-        """Residuals (N n,) and d r / d [eta, (phi), friction] at eta = 0."""
+        """Residuals and d r / d [eta, (phi), drive parameters] at eta = 0, fit rows only."""
         log = self.log
-        d = twist_derivatives(model.chain, log.q, log.dq, log.ddq)
-        F = friction_columns(log.dq)
-        r = d.tau + np.einsum("snk,k->sn", F, model.friction) - log.tau
-        blocks = [d.dtau_deta]
-        if self.inertial:
-            blocks.append(inertia.torque_regressor(model.chain, log.q, log.dq, log.ddq))
-        blocks.append(F)
-        J = np.concatenate(blocks, axis=2)
-        return r.ravel(), J.reshape(r.size, -1)
+
+        def rows(a: int, b: int) -> Array:
+            q, dq, ddq = log.q[a:b], log.dq[a:b], log.ddq[a:b]
+            d = twist_derivatives(model.chain, q, dq, ddq)
+            C = self.terms.columns(dq, ddq)
+            r = d.tau + np.einsum("snk,k->sn", C, model.drive) - log.tau[a:b]
+            blocks = [r[:, :, None], d.dtau_deta]
+            if self.inertial:
+                blocks.append(torque_regressor(model.chain, q, dq, ddq))
+            blocks.append(C)
+            return np.concatenate(blocks, axis=2)
+
+        Z = self._equations(rows)[self._moving()]
+        return Z[:, 0], Z[:, 1:]
 
     def prior(self, chain: Chain) -> Array:
-        """Candidate directions: twist-changing eta, then all of phi and friction."""
+        """Candidate directions: twist-changing eta, then all of phi and the drive parameters."""
         n = chain.n
         blocks = [identifiable_eta_basis(chain)]
         if self.inertial:
             blocks.append(np.eye(10 * n))
-        blocks.append(np.eye(2 * n))
+        blocks.append(np.eye(len(self.terms.names)))
         return block_diag(*blocks)
 
     def retract(self, model: TwistModel, delta: Array) -> TwistModel:
-        """Apply a step: eta by ``with_eta`` (eq. 6), phi and friction additively."""
+        """Apply a step: eta by ``with_eta`` (eq. 6), phi and drive parameters additively."""
         n = model.chain.n
         p = 6 * (n + 1)
         chain = model.chain.with_eta(delta[:p])
         if self.inertial:
             phi = chain.phi + delta[p : p + 10 * n].reshape(n, 10)
             chain = replace(chain, inertias=inertia.matrix_from_phi(phi))
-        return TwistModel(chain, model.friction + delta[-2 * n :])
+        return TwistModel(chain, model.drive + delta[p + (10 * n if self.inertial else 0) :])
 
 
 @dataclass(frozen=True)
@@ -91,7 +138,7 @@ class TwistFit:
 
     model: TwistModel
     eta: Array
-    covariance: Array  # of [eta, (phi), friction] steps at the solution
+    covariance: Array  # of [eta, (phi), drive parameter] steps at the solution
     subspace: Subspace  # identifiable directions at the nominal
     solution: Solution
 
@@ -102,28 +149,41 @@ class TwistFit:
 
 def calibrate_twist(
     chain: Chain,
-    log: Log,
+    log: Log | TwistProblem,
     *,
     inertial: bool = False,
+    drives: Drives | None = None,
+    start: Array | None = None,
     loss: str = "linear",
     f_scale: float = 1.0,
     rtol: float = 1e-8,
     max_iterations: int = 50,
     progress: bool = False,
 ) -> TwistFit:
-    """Estimate eta (and phi with ``inertial``) and friction from logged torques."""
-    if log.tau is None:
-        raise WorkbenchError(f"{log.source}: twist calibration needs tau_<joint> columns")
-    problem = TwistProblem(log, inertial)
-    start = TwistModel(chain, np.zeros(2 * chain.n))
-    _, J0 = problem.evaluate(start)
+    """Estimate eta (and phi with ``inertial``) and the drive parameters from logged torques.
+
+    ``log`` is a log or a prepared :class:`TwistProblem`; ``start`` the
+    initial drive parameters (zero by default).
+    """
+    problem = log if isinstance(log, TwistProblem) else TwistProblem(log, inertial, drives)
+    if problem.log.tau is None:
+        raise WorkbenchError(f"{problem.log.source}: twist calibration needs joint torques")
+    x0 = np.zeros(len(problem.terms.names)) if start is None else start
+    model = TwistModel(chain, x0)
+    _, J0 = problem.evaluate(model)
+    if J0.shape[0] < J0.shape[1] // 4:
+        raise WorkbenchError(
+            f"{problem.log.source}: {J0.shape[0]} torque equations are too few to calibrate "
+            "joint twists"
+        )
     nominal_subspace = identifiable_subspace(J0, problem.prior(chain), rtol=rtol)
+    rank = nominal_subspace.basis.shape[1]
 
     def subspace(model: TwistModel, J: Array) -> Array:
-        return identifiable_subspace(J, problem.prior(model.chain), rtol=rtol).basis
+        return identifiable_subspace(J, problem.prior(model.chain), rank=rank, rtol=rtol).basis
 
     solution = lm(
-        start,
+        model,
         problem.evaluate,
         problem.retract,
         subspace,

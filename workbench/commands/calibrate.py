@@ -1,71 +1,156 @@
-"""Calibrate a robot model from a log: joint twists (kinematic: tool positions or
-poses; twist: joint torques) or inertial parameters and friction (dynamic).
+"""Calibrate a robot model from a log: joint twists (kinematic: measured tool or marker poses;
+twist: joint torques) or inertial parameters with friction, rotor inertia and offsets (dynamic).
 
-MODEL is a model name (see `workbench info`) or a URDF path; the log is a CSV
-(header row) or NPZ with columns t, q_<joint> [dq_, ddq_, tau_<joint>]
-[px, py, pz [qx, qy, qz, qw]]. The last --validation fraction of the log (or
---validation-log) is held out. Writes DIR/summary.json, DIR/calibrated.urdf and
-DIR/residuals.png; nothing is written if the run fails.
+MODEL is a model name (see `workbench info`) or a URDF path; a drive file beside
+the URDF (ROBOT.drives.toml) gives the nominal friction and rotor inertia. LOG is
+a table in the project's columns (CSV with a header or NPZ: t, q_<joint>
+[dq_, ddq_, tau_<joint>] [px, py, pz [qx, qy, qz, qw]]) or a log description
+(.toml) of a recording as it came off the robot: files, columns, units, motor
+side and transmission, filtering and decimation, model terms (see
+models/staubli_tx40/identification.toml). Held out for validation: what the
+description asks for, else the last --validation fraction; --folds K uses K
+contiguous cross-validation folds ("loo": one sample per fold).
+
+Writes DIR/summary.json (heldout_relative_rms and the rest), DIR/parameters.csv
+(name,value,rel_std_percent), DIR/calibrated.urdf (+ calibrated.drives.toml),
+DIR/residuals.png and, for torques, DIR/heldout_torques.png. Exit code 1 when the
+calibrated model predicts the held-out samples worse than the nominal one (the
+results are still written); 2 on bad input, with nothing written.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 HELP = "calibrate twists or inertial parameters from a log; write a URDF and a report"
 
 
+def _folds(text: str) -> int:
+    if text in ("loo", "leave-one-out"):
+        return -1
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of folds or 'loo'") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{value}: need at least 2 folds")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, metavar="URDF", help="URDF path or model name")
-    parser.add_argument("--log", required=True, metavar="FILE", help="CSV or NPZ log")
-    parser.add_argument("--kind", required=True, choices=("kinematic", "twist", "dynamic"))
-    parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
-    parser.add_argument("--out", default="calibration", metavar="DIR", help="results directory")
+    from workbench.calibration.drives import TERMS
+    from workbench.calibration.kinds import KINDS
+    from workbench.calibration.solver import LOSSES
+
+    parser.add_argument("--model", required=True, metavar="MODEL", help="model name or URDF path")
     parser.add_argument(
-        "--validation", type=float, default=0.2, metavar="FRACTION",
-        help="held-out fraction at the end of the log (default 0.2)",
+        "--log", required=True, metavar="FILE", help="log table (CSV/NPZ) or description (.toml)"
+    )
+    parser.add_argument("--kind", required=True, choices=tuple(KINDS))
+    parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
+    parser.add_argument(
+        "--out", default="results/calibration", metavar="DIR",
+        help="results directory (default: %(default)s)",
     )  # fmt: skip
-    parser.add_argument("--validation-log", metavar="FILE", help="a second log for validation")
-    parser.add_argument("--loss", default="linear", choices=("linear", "huber", "soft_l1"))
-    parser.add_argument("--f-scale", type=float, help="robust-loss scale (m or N m)")
+    held = parser.add_mutually_exclusive_group()
+    held.add_argument(
+        "--validation", type=float, metavar="FRACTION",
+        help="hold out the last FRACTION of the log (default: the log description's choice, "
+        "else 0.2)",
+    )  # fmt: skip
+    held.add_argument(
+        "--folds", type=_folds, metavar="K",
+        help="blocked cross-validation with K contiguous folds, or 'loo' (leave one out)",
+    )  # fmt: skip
+    held.add_argument("--validation-log", metavar="FILE", help="a second log for validation")
+    parser.add_argument(
+        "--terms", metavar="LIST",
+        help=f"torque-model terms, comma separated, from {', '.join(TERMS)} "
+        "(default: the log description's, else friction)",
+    )  # fmt: skip
+    parser.add_argument("--loss", default="linear", choices=LOSSES, help="(default: %(default)s)")
+    parser.add_argument(
+        "--f-scale", type=float, metavar="SCALE",
+        help="robust-loss scale in the residual unit (default: 1e-3 m or 1 N m)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rotation-weight", type=float, metavar="M_PER_RAD",
+        help="kinematic: metres per radian of orientation error (default: from the residuals)",
+    )  # fmt: skip
     parser.add_argument("--drop-bad-rows", action="store_true", help="skip (and count) bad rows")
     parser.add_argument(
-        "--savgol-window", type=int, default=11, help="Savitzky-Golay window when dq is not logged"
-    )
+        "--savgol-window", type=int, default=11, metavar="N",
+        help="Savitzky-Golay window when a table logs no dq (default: %(default)s)",
+    )  # fmt: skip
     parser.add_argument("--inertial", action="store_true", help="twist: also fit inertias")
-    parser.add_argument("--physical", action="store_true", help="dynamic: consistent inertias")
+    parser.add_argument(
+        "--physical", action="store_true",
+        help="dynamic: physically consistent inertias, non-negative friction and rotor inertia",
+    )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench import models
-    from workbench.calibration.logs import read_log
-    from workbench.calibration.report import calibrate, split_log, write_report
-    from workbench.io import results_directory
+    from pathlib import Path
 
-    chain = models.load(args.model, tool_frame=args.tool)
-    require = ("position",) if args.kind == "kinematic" else ("tau",)
-    options = dict(require=require, drop_bad_rows=args.drop_bad_rows)
-    log = read_log(args.log, chain, savgol_window=args.savgol_window, **options)
-    if args.validation_log:
-        train = log
-        validation = read_log(
-            args.validation_log, chain, savgol_window=args.savgol_window, **options
-        )
-    else:
-        train, validation = split_log(log, args.validation)
-    report = calibrate(
-        chain, args.kind, train, validation, loss=args.loss, f_scale=args.f_scale,
-        inertial=args.inertial, physical=args.physical, progress=not args.quiet,
-    )  # fmt: skip
+    from workbench import models
+    from workbench.calibration.drives import read_drive_file, sidecar_path
+    from workbench.calibration.kinds import Options, kind
+    from workbench.calibration.logs import read_log
+    from workbench.calibration.report import calibrate, write_report
+    from workbench.calibration.validation import EndSplit, Folds
+    from workbench.errors import WorkbenchError, WorkbenchWarning
+    from workbench.io import check_output_directory, results_directory
+
+    check_output_directory(args.out)
+    spec = kind(args.kind)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WorkbenchWarning)
+        chain = models.load(args.model, tool_frame=args.tool)
+        nominal = None
+        drive_file = sidecar_path(models.urdf_path(args.model))
+        if drive_file.is_file():
+            nominal = read_drive_file(drive_file, chain.n)[1]
+        options = dict(drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window)
+        log = read_log(args.log, chain, require=spec.requires, **options)
+        if args.validation_log:
+            validation = read_log(args.validation_log, chain, require=spec.requires, **options)
+        elif args.folds is not None:
+            validation = Folds(args.folds)
+        elif args.validation is not None:
+            validation = EndSplit(args.validation)
+        else:
+            validation = None
+        terms = None
+        if args.terms is not None:
+            terms = tuple(t.strip() for t in args.terms.split(",") if t.strip())
+        if args.f_scale is not None and not args.f_scale > 0:
+            raise WorkbenchError(f"--f-scale {args.f_scale} must be positive")
+        settings = Options(
+            loss=args.loss, f_scale=args.f_scale, physical=args.physical, inertial=args.inertial,
+            terms=terms, nominal_drives=nominal, rotation_weight=args.rotation_weight,
+            progress=not args.quiet,
+        )  # fmt: skip
+        report = calibrate(chain, args.kind, log, validation, settings)
+    messages = [" ".join(str(w.message).split()) for w in caught if w.category is WorkbenchWarning]
+    for message in messages:
+        print(f"workbench calibrate: warning: {message}", file=sys.stderr)
     with results_directory(args.out) as stage:
-        write_report(stage, report)
-    rms = report.summary["rms"]
+        write_report(stage, report, messages)
+    held = report.summary["heldout"]
+    after = held["calibrated"]["relative_rms"]
+    before = held["nominal"]["relative_rms"]
     print(
-        f"{args.kind} calibration of {chain.name}: validation RMS "
-        f"{rms['validation_before']:.3e} -> {rms['validation_after']:.3e} {rms['unit']}; "
-        f"dropped rows {len(report.summary['dropped_rows'])}; results in {args.out}",
-        file=sys.stdout,
+        f"{args.kind} calibration of {chain.name}: held-out relative RMS {before:.4g} (nominal) "
+        f"-> {after:.4g} (calibrated), {held['scheme']}; results in {Path(args.out)}"
     )
+    if not after <= before:
+        print(
+            "workbench calibrate: the calibrated model predicts the held-out samples worse than "
+            "the nominal model; calibration did not help (results written for inspection)",
+            file=sys.stderr,
+        )
+        return 1
     return 0

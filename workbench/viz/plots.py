@@ -142,7 +142,9 @@ def plot_residuals(
         name: np.sqrt(np.mean(r**2, axis=0)) for name, r in (("before", before), ("after", after))
     }
     _grouped_bars(top, labels, rms)
-    top.set_title("Residual RMS per channel")
+    if all(np.all(v > 0) for v in rms.values()):
+        top.set_yscale("log")  # after calibration the bars are often orders smaller
+    top.set_title("Held-out residual RMS per channel")
     _finish(top, None, "RMS" + suffix)
     values = np.concatenate([before.ravel(), after.ravel()])
     bins = np.linspace(values.min(), values.max(), 51) if np.ptp(values) > 0 else 10
@@ -150,6 +152,44 @@ def plot_residuals(
     bottom.hist(after.ravel(), bins=bins, alpha=0.6, label="after")
     bottom.set_title("Residual distribution (all channels)")
     _finish(bottom, "residual" + suffix, "count")
+    return _save(fig, path)
+
+
+def plot_heldout_torques(
+    path: str | os.PathLike,
+    t: ArrayLike,
+    measured: ArrayLike,
+    calibrated: ArrayLike,
+    nominal: ArrayLike,
+    names: Sequence[str],
+) -> Path:
+    """Measured, calibrated and nominal torques (K, n) per joint against t (K,): one panel each.
+
+    Held-out samples from several folds are plotted in time order; gaps
+    between folds show as straight segments.
+    """
+    t, measured = _time_series(t, measured, "measured torques", names)
+    calibrated = _matrix(calibrated, "calibrated torques", len(names))
+    nominal = _matrix(nominal, "nominal torques", len(names))
+    n = len(names)
+    cols = 2 if n > 1 else 1
+    rows = -(-n // cols)
+    fig = Figure(figsize=FIGSIZE, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, squeeze=False)).ravel()
+    for j, ax in enumerate(axes):
+        if j >= n:
+            ax.set_visible(False)
+            continue
+        ax.plot(t, measured[:, j], color="0.3", linewidth=0.8, label="measured")
+        ax.plot(t, nominal[:, j], linewidth=0.8, linestyle="--", label="nominal")
+        ax.plot(t, calibrated[:, j], linewidth=1.0, label="calibrated")
+        ax.set_title(names[j], fontsize="small")
+        ax.grid(True, alpha=0.3)
+        if j == 0:
+            ax.legend(loc="best", fontsize="x-small")
+    fig.supxlabel("time [s]")
+    fig.supylabel("torque [N m]")
+    fig.suptitle("Held-out torques")
     return _save(fig, path)
 
 

@@ -1,0 +1,190 @@
+"""Drive terms of the joint-torque model, linear in their parameters.
+
+Measured joint torques are the rigid-body torques plus what the drives add:
+
+    tau = Y(q, dq, ddq) phi + C(q, dq, ddq) x,
+
+where ``C`` (N, n, p) holds one column per drive parameter in ``x``. The
+terms, each switchable, with the names of the identification literature
+(joint numbers j and motor numbers k from 1):
+
+* ``friction``: ``fv<j>`` viscous friction (column ``dq_j`` in row j) and
+  ``fs<j>`` Coulomb friction (``sign(dq_j)`` in row j);
+* ``rotor_inertia``: ``Ia<j>``, the rotor inertia reflected to joint j
+  (``ddq_j`` in row j), i.e. ``r_j^2 J_rotor`` for gear ratio r_j;
+* ``offset``: ``off<j>``, a constant torque (current-sensor offset);
+* ``coupled_motors``: for every motor whose transmission row drives several
+  joints (motor positions ``q_m = R q``, e.g. a wrist motor that turns with
+  the previous joint), the parts of its rotor inertia and friction that the
+  per-joint terms cannot hold. Motor k's own torque
+  ``J_k ddq_mk + fv_k dq_mk + fs_k sign(dq_mk)`` reaches the joints through
+  ``R^T`` (virtual power), so joint i sees ``R_ki J_k sum_j R_kj ddq_j``.
+  The diagonal parts (i = j) add to ``Ia_i`` and ``fv_i``; the rest, in the
+  units of joint k (``Iam_k = R_kk^2 J_k``, ``fvm_k = R_kk^2 fv_k``,
+  ``fsm_k = |R_kk| fs_k``), are
+
+  - ``Iam<k>``: ``(R_ki R_kj / R_kk^2) ddq_j`` in row i, for i != j,
+  - ``fvm<k>``: the same with ``dq_j``,
+  - ``fsm<k>``: ``(R_ki / |R_kk|) sign(R_k . dq)`` in every row i with
+    ``R_ki != 0``.
+
+  For the Staubli TX40 (``R[5, 4] = R[5, 5] = 32``) these are the ``Iam6``,
+  ``fvm6`` and ``fsm6`` columns of its published identification.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from workbench.config import Section, read_toml
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+TERMS = ("friction", "rotor_inertia", "offset", "coupled_motors")
+DEFAULT_TERMS = ("friction",)
+
+
+@dataclass(frozen=True, eq=False)
+class Drives:
+    """Which drive terms the torque model has, and the transmission for coupled motors.
+
+    ``transmission`` is the motor-from-joint matrix R (n, n) of
+    ``q_motor = R q`` (None: one motor per joint, no coupling);
+    ``min_speed`` (n,) the joint speeds below which Coulomb friction is taken
+    as zero (it is undefined at rest; None: zero only at dq = 0).
+    """
+
+    n: int
+    terms: tuple[str, ...] = DEFAULT_TERMS
+    transmission: Array | None = None
+    min_speed: Array | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.terms if t not in TERMS]
+        if unknown:
+            raise WorkbenchError(
+                f"unknown torque-model term(s) {', '.join(unknown)}; choose from {', '.join(TERMS)}"
+            )
+        if self.transmission is not None:
+            R = np.asarray(self.transmission, dtype=float)
+            if R.shape != (self.n, self.n):
+                raise WorkbenchError(
+                    f"transmission matrix has shape {R.shape}; expected ({self.n}, {self.n})"
+                )
+            object.__setattr__(self, "transmission", R)
+
+    @property
+    def coupled(self) -> list[int]:
+        """Motors (0-based) whose transmission row drives more than one joint."""
+        if "coupled_motors" not in self.terms or self.transmission is None:
+            return []
+        return [k for k in range(self.n) if np.count_nonzero(self.transmission[k]) > 1]
+
+    @property
+    def names(self) -> list[str]:
+        """Parameter names in column order: per joint (Ia, fv, fs, off), then coupled motors."""
+        per_joint = [
+            *(["Ia"] if "rotor_inertia" in self.terms else []),
+            *(["fv", "fs"] if "friction" in self.terms else []),
+            *(["off"] if "offset" in self.terms else []),
+        ]
+        names = [f"{p}{j + 1}" for j in range(self.n) for p in per_joint]
+        return names + [f"{p}{k + 1}" for k in self.coupled for p in ("Iam", "fvm", "fsm")]
+
+    def columns(self, dq: Array, ddq: Array) -> Array:
+        """C (N, n, p): d tau / d x for the drive parameters x (module docstring)."""
+        N, n = dq.shape
+        blocks = []
+        rows = np.arange(n)
+
+        def diagonal(values: Array) -> Array:
+            C = np.zeros((N, n, n))
+            C[:, rows, rows] = values
+            return C
+
+        per_joint = []
+        if "rotor_inertia" in self.terms:
+            per_joint.append(diagonal(ddq))
+        if "friction" in self.terms:
+            per_joint += [diagonal(dq), diagonal(_sign(dq, self.min_speed))]
+        if "offset" in self.terms:
+            per_joint.append(diagonal(np.ones_like(dq)))
+        if per_joint:  # interleave: joint 1's terms, then joint 2's, ...
+            blocks.append(np.stack(per_joint, axis=3).reshape(N, n, n * len(per_joint)))
+        for k in self.coupled:
+            blocks.append(self._coupled_columns(k, dq, ddq))
+        return np.concatenate(blocks, axis=2) if blocks else np.zeros((N, n, 0))
+
+    def _coupled_columns(self, k: int, dq: Array, ddq: Array) -> Array:
+        R = self.transmission
+        r = R[k] / R[k, k]  # motor k's row in joint-k units
+        off = np.outer(r, r)
+        np.fill_diagonal(off, 0.0)
+        threshold = None if self.min_speed is None else abs(R[k, k]) * self.min_speed[k]
+        sign = _sign(dq @ R[k], threshold)  # of the motor's speed
+        return np.stack([ddq @ off.T, dq @ off.T, sign[:, None] * (R[k] / abs(R[k, k]))], axis=2)
+
+
+def _sign(speed: Array, threshold: Array | float | None) -> Array:
+    """sign(speed), and zero below ``threshold`` (Coulomb friction at rest)."""
+    if threshold is None:
+        return np.sign(speed)
+    return np.where(np.abs(speed) >= threshold, np.sign(speed), 0.0)
+
+
+def drive_torques(drives: Drives, x: Array, dq: Array, ddq: Array) -> Array:
+    """tau (N, n) of the drive terms with parameters ``x`` (p,)."""
+    return np.einsum("snp,p->sn", drives.columns(dq, ddq), x)
+
+
+def sidecar_path(urdf: str | os.PathLike) -> Path:
+    """Where the drive parameters of a URDF live: ``robot.urdf`` -> ``robot.drives.toml``."""
+    urdf = Path(urdf)
+    return urdf.with_name(urdf.stem + ".drives.toml")
+
+
+def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, float]]:
+    """The terms, transmission and parameter values of a drive file (:func:`drive_file_text`)."""
+    path = Path(path)
+    top = Section(read_toml(path, "drive file"), str(path))
+    terms = tuple(top.strings("terms"))
+    transmission = top.array("transmission", None, shape=(n, n))
+    values = top.section("values")
+    drives = Drives(n, terms, transmission)
+    known = set(drives.names)
+    result = {}
+    for name in list(values.table):
+        if name not in known:
+            raise WorkbenchError(
+                f"{values.where(name)}: not a parameter of terms {list(terms)} for {n} joints"
+            )
+        result[name] = values.number(name)
+    values.done()
+    top.done()
+    return drives, result
+
+
+def drive_file_text(drives: Drives, values: Array, std: Array | None = None, note: str = "") -> str:
+    """TOML text of drive parameters (joint side, SI), readable by :func:`read_drive_file`."""
+    lines = [
+        "# Drive parameters, joint side, SI units: viscous friction fv [N m s/rad], Coulomb",
+        "# friction fs [N m], rotor inertia Ia [kg m^2], torque offset off [N m]; coupled",
+        "# motors: Iam, fvm, fsm (see workbench.calibration.drives).",
+    ]
+    lines += [f"# {line}" for line in note.splitlines() if line]
+    lines.append(f"terms = [{', '.join(repr(t).replace(chr(39), chr(34)) for t in drives.terms)}]")
+    if drives.transmission is not None:
+        rows = ", ".join(
+            "[" + ", ".join(repr(float(v)) for v in row) + "]" for row in drives.transmission
+        )
+        lines.append(f"transmission = [{rows}]")
+    lines.append("")
+    lines.append("[values]")
+    for k, name in enumerate(drives.names):
+        comment = "" if std is None else f"  # std {std[k]:.3g}"
+        lines.append(f"{name} = {float(values[k])!r}{comment}")
+    return "\n".join(lines) + "\n"

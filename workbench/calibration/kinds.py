@@ -1,0 +1,478 @@
+"""The calibration kinds, registered in one place: what each needs, fits, predicts and reports.
+
+A kind turns a log into a *problem* whose samples (torque equations after
+decimation, or measured poses) can be split for validation. Every problem
+offers the same operations, which :mod:`workbench.calibration.report` runs
+for any kind:
+
+* ``times`` (M,) of its samples, ``labels`` and ``unit`` of its channels;
+* ``fit(rows)``: calibrate on the samples ``rows`` (None: all);
+* ``baseline(rows)``: the nominal model's best case on those samples (for
+  the kinematic kind with an unknown device frame, the device and marker
+  frames fitted with nominal joints; otherwise the nominal model as is);
+* ``errors(fit, rows)`` (len(rows), k): prediction minus measurement;
+  ``measured(rows)`` the measurements (torques) or None (poses);
+* ``heldout(errors, rows)``: the figures of merit, ``relative_rms`` first;
+* ``summary(fit)``, ``parameters(fit)`` (rows of ``parameters.csv``),
+  ``chain(fit)`` (the calibrated model) and ``files(fit)`` (extra outputs).
+
+To add a kind: write its problem class and add a :class:`Kind` to
+:data:`KINDS`; the command line and ``simulate-log`` read their choices here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from workbench import lie
+from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
+from workbench.calibration.dynamic import fit_equations, torque_equations
+from workbench.calibration.eta import twist_covariance
+from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.samples import Log
+from workbench.calibration.torque_model import TorqueModel, base_parameters
+from workbench.calibration.twist import TwistProblem, calibrate_twist
+from workbench.calibration.validation import relative_rms
+from workbench.chain import Chain
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a calibration run may set; None keeps the kind's or the log's default."""
+
+    loss: str = "linear"
+    f_scale: float | None = None
+    physical: bool = False
+    inertial: bool = False
+    weighted: bool = True
+    terms: tuple[str, ...] | None = None
+    nominal_drives: dict[str, float] | None = None  # name -> value, e.g. from a drive file
+    rotation_weight: float | None = None
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A registered calibration kind."""
+
+    name: str
+    requires: tuple[str, ...]  # what read_log must find: "tau", "position"
+    f_scale: float  # default robust-loss scale, in the residual unit
+    description: str
+    prepare: Callable[[Chain, Log, Options], Any]
+
+
+def _drives(chain: Chain, log: Log, options: Options) -> Drives:
+    terms = options.terms or log.defaults.terms or DEFAULT_TERMS
+    return Drives(chain.n, tuple(terms), log.transmission, log.min_speed)
+
+
+def _nominal_drive_values(drives: Drives, options: Options) -> Array:
+    given = options.nominal_drives or {}
+    return np.array([given.get(name, 0.0) for name in drives.names])
+
+
+def _rms(x: Array, axis=None) -> Any:
+    return np.sqrt(np.nanmean(np.square(x), axis=axis))
+
+
+def _torque_heldout(errors: Array, measured: Array, labels) -> dict[str, Any]:
+    return {
+        "relative_rms": relative_rms(errors + measured, measured),
+        "rms": dict(zip(labels, _rms(errors, axis=0).tolist(), strict=True)),
+    }
+
+
+# ----------------------------------------------------------------- dynamic
+class DynamicProblem:
+    """Base parameters and drive terms from joint torques (:mod:`.dynamic`)."""
+
+    unit = "N m"
+
+    def __init__(self, chain: Chain, log: Log, options: Options) -> None:
+        self.options = options
+        self.model = TorqueModel(chain, _drives(chain, log, options))
+        self.base = base_parameters(self.model)
+        self.equations = torque_equations(self.model, self.base, log)
+        self.x0 = self.model.values(_nominal_drive_values(self.model.drives, options))
+        self.times = self.equations.t
+        self.labels = chain.joint_names
+
+    def fit(self, rows: np.ndarray | None):
+        o = self.options
+        return fit_equations(
+            self.model, self.base, self.equations, rows, x0=self.x0, weighted=o.weighted,
+            loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
+        )  # fmt: skip
+
+    def baseline(self, rows: np.ndarray | None) -> None:
+        return None
+
+    def errors(self, fit, rows: np.ndarray) -> Array:
+        beta = self.base.matrix @ self.x0 if fit is None else fit.beta
+        return self.equations.X[rows] @ beta - self.equations.tau[rows]
+
+    def measured(self, rows: np.ndarray) -> Array:
+        return self.equations.tau[rows]
+
+    def heldout(self, errors: Array, rows: np.ndarray) -> dict[str, Any]:
+        return _torque_heldout(errors, self.measured(rows), self.labels)
+
+    def parameters(self, fit) -> list[tuple[str, float, float]]:
+        return list(zip(self.base.names, fit.beta.tolist(), fit.relative_std.tolist(), strict=True))
+
+    def chain(self, fit) -> Chain:
+        return fit.chain
+
+    def dynamics(self, fit) -> dict[str, tuple[float, float]]:
+        return _urdf_dynamics(self.model.drives, fit.drive_values, self.labels)
+
+    def files(self, fit) -> dict[str, str]:
+        if not self.model.drives.names:
+            return {}
+        note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
+        return {
+            "calibrated.drives.toml": drive_file_text(
+                self.model.drives, fit.drive_values, note=note
+            )
+        }
+
+    def summary(self, fit) -> dict[str, Any]:
+        n = self.model.chain.n
+        names = self.model.names
+        return {
+            "terms": list(self.model.drives.terms),
+            "condition_number": fit.condition_number,
+            "sigma_per_joint": dict(zip(self.labels, fit.sigma.tolist(), strict=True)),
+            "equations": {"samples": len(self.equations), "rows_fitted": fit.rows},
+            "base_parameters": {
+                "names": list(self.base.names),
+                "value": fit.beta.tolist(),
+                "std": fit.std.tolist(),
+                "relative_std_percent": _finite(fit.relative_std),
+                "nominal": (self.base.matrix @ self.x0).tolist(),
+            },
+            "standard_parameters": dict(zip(names, fit.x.tolist(), strict=True)),
+            "phi_order": ["m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"],
+            "phi": fit.chain.phi.reshape(n, 10).tolist(),
+            "physically_consistent": fit.physically_consistent,
+            "iterations": fit.iterations,
+        }
+
+
+# ------------------------------------------------------------------- twist
+class TwistCalibrationProblem:
+    """Joint twists (and optionally inertias) with drive terms from torques (:mod:`.twist`)."""
+
+    unit = "N m"
+
+    def __init__(self, chain: Chain, log: Log, options: Options) -> None:
+        self.options = options
+        self.nominal = chain
+        drives = _drives(chain, log, options)
+        self.problem = TwistProblem(log, options.inertial, drives)
+        self.x0 = _nominal_drive_values(drives, options)
+        n_equations = self.problem.measured().shape[0]
+        b = log.border
+        self.times = log.t[:: log.decimation][b : b + n_equations]
+        self.labels = chain.joint_names
+
+    def _rows(self, rows):
+        return replace(self.problem, rows=rows)
+
+    def fit(self, rows: np.ndarray | None):
+        o = self.options
+        return calibrate_twist(
+            self.nominal, self._rows(rows), start=self.x0, loss=o.loss, f_scale=o.f_scale or 1.0,
+            progress=o.progress,
+        )  # fmt: skip
+
+    def baseline(self, rows: np.ndarray | None) -> None:
+        return None
+
+    def errors(self, fit, rows: np.ndarray) -> Array:
+        from workbench.calibration.twist import TwistModel
+
+        model = TwistModel(self.nominal, self.x0) if fit is None else fit.model
+        problem = self._rows(rows)
+        return problem.predict(model) - problem.measured()
+
+    def measured(self, rows: np.ndarray) -> Array:
+        return self._rows(rows).measured()
+
+    def heldout(self, errors: Array, rows: np.ndarray) -> dict[str, Any]:
+        return _torque_heldout(errors, self.measured(rows), self.labels)
+
+    def parameters(self, fit) -> list[tuple[str, float, float]]:
+        chain, n = self.nominal, self.nominal.n
+        std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
+        rows = []
+        names = [*chain.joint_names, f"tool:{chain.tool_name}"]
+        for k, name in enumerate(names[:n]):
+            for c, axis in enumerate(("wx", "wy", "wz", "vx", "vy", "vz")):
+                value = float(fit.eta[6 * k + c])
+                rows.append((f"eta_{name}_{axis}", value, _rel(std[6 * k + c], value)))
+        offset = 6 * (n + 1) + (10 * n if self.options.inertial else 0)
+        for k, name in enumerate(self.problem.terms.names):
+            value = float(fit.model.drive[k])
+            rows.append((name, value, _rel(std[offset + k], value)))
+        return rows
+
+    def chain(self, fit) -> Chain:
+        return fit.chain
+
+    def dynamics(self, fit) -> dict[str, tuple[float, float]]:
+        return _urdf_dynamics(self.problem.terms, fit.model.drive, self.labels)
+
+    def files(self, fit) -> dict[str, str]:
+        note = "Identified by workbench calibrate --kind twist."
+        return {
+            "calibrated.drives.toml": drive_file_text(
+                self.problem.terms, fit.model.drive, note=note
+            )
+        }
+
+    def summary(self, fit) -> dict[str, Any]:
+        chain, n = self.nominal, self.nominal.n
+        p = 6 * (n + 1)
+        std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
+        summary = {
+            "terms": list(self.problem.terms.terms),
+            "inertial": self.options.inertial,
+            "iterations": fit.solution.iterations,
+            "identifiable_dimension": int(fit.subspace.basis.shape[1]),
+            "condition_number": fit.subspace.condition_number,
+            "sigma": fit.solution.sigma,
+            "twists": fit.chain.twists.tolist(),
+            "twist_std": np.sqrt(
+                np.einsum("nii->ni", twist_covariance(fit.chain, fit.covariance[:p, :p]))
+            ).tolist(),
+            "drive_parameters": dict(
+                zip(self.problem.terms.names, fit.model.drive.tolist(), strict=True)
+            ),
+            "eta_observability": _observability(
+                fit.covariance[: 6 * n, : 6 * n], fit.subspace.basis[: 6 * n]
+            ),
+            **_eta_entries(fit.eta, std[:p], fit.subspace.null[:p], chain),
+        }
+        if self.options.inertial:
+            summary["phi"] = fit.chain.phi.tolist()
+        return summary
+
+
+def _observability(cov: Array, basis: Array) -> dict[str, Any]:
+    """Principal standard deviations of the joint-eta estimate within the identified directions."""
+    if basis.shape[1] == 0:
+        return {"directions": 0}
+    Q, _ = np.linalg.qr(basis)
+    values, vectors = np.linalg.eigh(Q.T @ cov @ Q)
+    std = np.sqrt(np.clip(values, 0.0, None))
+    return {
+        "directions": int(Q.shape[1]),
+        "principal_std": std.tolist(),
+        "principal_directions": (Q @ vectors).T.tolist(),
+        "below_1e-3": int(np.sum(std < 1e-3)),
+    }
+
+
+# --------------------------------------------------------------- kinematic
+class KinematicCalibrationProblem:
+    """Joint twists, marker frames and the device frame from measured poses (:mod:`.kinematic`)."""
+
+    unit = "m"
+
+    def __init__(self, chain: Chain, log: Log, options: Options) -> None:
+        self.options = options
+        self.nominal = chain
+        self.problem = KinematicProblem.from_log(log)
+        self.times = log.t
+        labels = []
+        for m in self.problem.markers:
+            if m.position is not None:
+                labels += [f"{m.name}:p{a}" for a in "xyz"]
+            if m.rotation is not None:
+                labels += [f"{m.name}:r{a}" for a in "xyz"]
+        self.labels = tuple(labels)
+
+    def _calibrate(self, problem: KinematicProblem):
+        o = self.options
+        return calibrate_kinematic(
+            self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
+            rotation_weight=o.rotation_weight, progress=o.progress,
+        )  # fmt: skip
+
+    def fit(self, rows: np.ndarray | None):
+        return self._calibrate(self.problem if rows is None else self.problem.subset(rows))
+
+    def baseline(self, rows: np.ndarray | None):
+        """Device and marker frames fitted with nominal joints, when the device is unknown."""
+        if self.problem.device_known:
+            return None
+        problem = self.problem if rows is None else self.problem.subset(rows)
+        return self._calibrate(replace(problem, joints=False))
+
+    def errors(self, fit, rows: np.ndarray) -> Array:
+        problem = self.problem.subset(rows)
+        model = problem.start(self.nominal) if fit is None else fit.model
+        out = []
+        for marker, (p, R) in zip(problem.markers, problem.predict(model), strict=True):
+            if marker.position is not None:
+                out.append(p - marker.position)
+            if marker.rotation is not None:
+                out.append(lie.log_so3(R @ np.swapaxes(marker.rotation, 1, 2)))
+        return np.concatenate(out, axis=1)
+
+    def measured(self, rows: np.ndarray) -> None:
+        return None
+
+    def heldout(self, errors: Array, rows: np.ndarray) -> dict[str, Any]:
+        position = np.concatenate(
+            [
+                errors[:, [k, k + 1, k + 2]]
+                for k, label in enumerate(self.labels)
+                if label.endswith(":px")
+            ],
+            axis=1,
+        ).reshape(len(rows), -1, 3)
+        rotation = [
+            errors[:, [k, k + 1, k + 2]]
+            for k, label in enumerate(self.labels)
+            if label.endswith(":rx")
+        ]
+        measured = np.stack(
+            [m.position[rows] for m in self.problem.markers if m.position is not None], axis=1
+        )
+        centred = measured - np.nanmean(measured, axis=0)
+        distance = np.linalg.norm(position, axis=2)
+        figures = {
+            "relative_rms": float(_rms(distance) / _rms(np.linalg.norm(centred, axis=2))),
+            "position_rms_m": float(_rms(distance)),
+            "rms": dict(zip(self.labels, _rms(errors, axis=0).tolist(), strict=True)),
+        }
+        if rotation:
+            angle = np.linalg.norm(np.stack(rotation, axis=1), axis=2)
+            figures["orientation_rms_rad"] = float(_rms(angle))
+        return figures
+
+    def parameters(self, fit) -> list[tuple[str, float, float]]:
+        chain, n = self.nominal, self.nominal.n
+        rows = []
+        std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
+        for k, name in enumerate(chain.joint_names):
+            for c, axis in enumerate(("wx", "wy", "wz", "vx", "vy", "vz")):
+                value = float(fit.eta[6 * k + c])
+                rows.append((f"eta_{name}_{axis}", value, _rel(std[6 * k + c], value)))
+        d, _ = self.problem.sizes
+        if d:
+            xi = lie.log_se3(fit.model.device)
+            for c, axis in enumerate(("wx", "wy", "wz", "vx", "vy", "vz")):
+                rows.append((f"device_{axis}", float(xi[c]), _rel(std[6 * n + c], xi[c])))
+        for k, marker in enumerate(self.problem.markers):
+            p = fit.model.placements[k]
+            xi = lie.log_se3(p)
+            base = 6 * n + d + 6 * k
+            for c, axis in enumerate(("wx", "wy", "wz", "vx", "vy", "vz")):
+                rows.append(
+                    (f"marker_{marker.name}_{axis}", float(xi[c]), _rel(std[base + c], xi[c]))
+                )
+        return rows
+
+    def chain(self, fit) -> Chain:
+        return fit.chain
+
+    def dynamics(self, fit) -> dict[str, tuple[float, float]]:
+        return {}
+
+    def files(self, fit) -> dict[str, str]:
+        return {}
+
+    def summary(self, fit) -> dict[str, Any]:
+        cov_twist = twist_covariance(fit.chain, fit.covariance)
+        summary = {
+            "iterations": fit.solution.iterations,
+            "identifiable_dimension": int(fit.subspace.basis.shape[1]),
+            "condition_number": fit.subspace.condition_number,
+            "sigma": fit.solution.sigma,
+            "rotation_weight_m_per_rad": fit.rotation_weight,
+            "device_frame_known": self.problem.device_known,
+            "base_in_device_frame": fit.model.device.tolist(),
+            "markers": {
+                m.name: {
+                    "frame": m.frame or self.nominal.tool_name,
+                    "placement": fit.model.placements[k].tolist(),
+                }
+                for k, m in enumerate(self.problem.markers)
+            },
+            "twists": fit.chain.twists.tolist(),
+            "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
+            "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
+            **_eta_entries(
+                fit.eta, fit.eta_std, fit.subspace.null[: 6 * (self.nominal.n + 1)], self.nominal
+            ),
+        }
+        return summary
+
+
+# ----------------------------------------------------------------- helpers
+def _rel(std: float, value: float) -> float:
+    return float(100.0 * std / abs(value)) if value != 0 else float("inf")
+
+
+def _finite(x: Array) -> list[float | None]:
+    return [float(v) if np.isfinite(v) else None for v in x]
+
+
+def _urdf_dynamics(drives: Drives, values: Array, joints) -> dict[str, tuple[float, float]]:
+    """URDF <dynamics> of each joint: (damping = fv, friction = fs) when identified.
+
+    URDF friction cannot be negative (Pinocchio refuses it): a negative
+    estimate (noise around zero) is written as 0; the drive file keeps it.
+    """
+    lookup = dict(zip(drives.names, values, strict=True))
+    out = {}
+    for j, joint in enumerate(joints):
+        if f"fv{j + 1}" in lookup:
+            out[joint] = (
+                max(float(lookup[f"fv{j + 1}"]), 0.0),
+                max(float(lookup[f"fs{j + 1}"]), 0.0),
+            )
+    return out
+
+
+def _eta_entries(eta: Array, std: Array, null: Array, chain: Chain) -> dict[str, Any]:
+    names = [*chain.joint_names, f"tool:{chain.tool_name}"]
+    return {
+        "eta_order": "per joint then tool: (omega_x, omega_y, omega_z, v_x, v_y, v_z)",
+        "eta": {name: eta[6 * k : 6 * k + 6].tolist() for k, name in enumerate(names)},
+        "eta_std": {name: std[6 * k : 6 * k + 6].tolist() for k, name in enumerate(names)},
+        "non_identifiable_directions": null.T.tolist(),
+    }
+
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind("kinematic", ("position",), 1e-3, "joint twists and frames from measured poses",
+             KinematicCalibrationProblem),
+        Kind("twist", ("tau",), 1.0, "joint twists from joint torques (d tau / d eta)",
+             TwistCalibrationProblem),
+        Kind("dynamic", ("tau",), 1.0, "inertial base parameters and drive terms from torques",
+             DynamicProblem),
+    )
+}  # fmt: skip
+
+
+def kind(name: str) -> Kind:
+    """The registered kind ``name``."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise WorkbenchError(
+            f"unknown calibration kind '{name}'; choose one of {', '.join(KINDS)}"
+        ) from None

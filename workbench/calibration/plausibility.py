@@ -1,0 +1,153 @@
+"""Plausibility of a log against its model: units, joint order, dead or clipped channels.
+
+A log in the wrong unit parses perfectly and calibrates to nonsense (a joint
+origin 332 m above the base). Before any fit, :func:`check_log` compares
+what was logged with what the model allows and raises a
+:class:`~workbench.errors.WorkbenchError` (or warns, where the data may
+still be usable) naming the column and the likely cause:
+
+* joint positions outside the joint range by more than 10 % of the range
+  (at least 0.1 rad or 10 mm): an error, with "looks like degrees" (or
+  millimetres) when the values divided by 180/pi (or 1000) fit the range;
+* joint speeds whose 99th percentile exceeds twice the velocity limit: an
+  error (degrees, or a time column in ms);
+* measured marker positions spread over more than 20 times the robot's
+  reach: an error ("looks like millimetres");
+* a torque channel that never changes: an error (disconnected or not
+  logged); a joint that never moves: a warning (its parameters cannot be
+  identified);
+* a channel that sits exactly at its extreme value for at least 1 % of the
+  samples: a warning (a saturated sensor or clipped values).
+
+Limits that the model does not set (infinite, or zero) are not checked.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from workbench.calibration.samples import Log
+from workbench.chain import PRISMATIC, Chain
+from workbench.errors import WorkbenchError, WorkbenchWarning
+from workbench.lie import Array
+
+_RANGE_MARGIN = 0.1  # of the joint range
+_SPEED_FACTOR = 2.0  # times the velocity limit, at the 99th percentile
+_SATURATED = 0.01  # fraction of samples at the extreme value
+_REACH_FACTOR = 20.0
+
+
+def check_log(log: Log, chain: Chain) -> None:
+    """Raise or warn for implausible content of ``log`` (module docstring)."""
+    where = {name: log.columns.get(name, f"{log.source}: {name}") for name in _names(chain)}
+    for j, joint in enumerate(chain.joint_names):
+        _check_range(log, chain, j, where[f"q_{joint}"])
+        if log.dq is not None and len(log) > 2:
+            _check_speed(log, chain, j, where[f"q_{joint}"])
+    if log.tau is not None:
+        check_channels(log.tau, [where[f"tau_{j}"] for j in chain.joint_names], constant="error")
+    if len(log) > 2:
+        check_channels(log.q, [where[f"q_{j}"] for j in chain.joint_names], constant="warn")
+    _check_marker_spread(log, chain)
+
+
+def check_channels(values: Array, where: Sequence[str], constant: str = "error") -> None:
+    """Constant channels (an error or a warning) and saturated ones (a warning), by column."""
+    if values.shape[0] < 3:
+        return
+    lo, hi = values.min(axis=0), values.max(axis=0)
+    for k, name in enumerate(where):
+        if lo[k] == hi[k]:
+            message = (
+                f"{name} is constant ({lo[k]:.6g}) over all {values.shape[0]} samples: "
+                "a disconnected or unlogged channel?"
+            )
+            if constant == "error":
+                raise WorkbenchError(message)
+            warnings.warn(
+                f"{message} Nothing that depends on it can be identified.",
+                WorkbenchWarning,
+                stacklevel=3,
+            )
+            continue
+        for extreme, label in ((hi[k], "maximum"), (lo[k], "minimum")):
+            count = int(np.count_nonzero(values[:, k] == extreme))
+            if count >= max(10, _SATURATED * values.shape[0]):
+                warnings.warn(
+                    f"{name} sits at its {label} {extreme:.6g} for {count} of "
+                    f"{values.shape[0]} samples: a saturated sensor or clipped values?",
+                    WorkbenchWarning,
+                    stacklevel=3,
+                )
+
+
+def _names(chain: Chain) -> list[str]:
+    return [f"{p}_{j}" for p in ("q", "tau") for j in chain.joint_names]
+
+
+def _unit_hint(value: float, lower: float, upper: float, prismatic: bool) -> str:
+    factor, unit = (1000.0, "millimetres") if prismatic else (180.0 / np.pi, "degrees")
+    if lower <= value / factor <= upper:
+        return f"; the values look like {unit}"
+    return "; a wrong unit, joint order or zero offset?"
+
+
+def _check_range(log: Log, chain: Chain, j: int, where: str) -> None:
+    lower, upper = chain.lower[j], chain.upper[j]
+    if not (np.isfinite(lower) and np.isfinite(upper)) or upper <= lower:
+        return
+    prismatic = chain.joint_kinds[j] == PRISMATIC
+    margin = max(_RANGE_MARGIN * (upper - lower), 0.01 if prismatic else 0.1)
+    q = log.q[:, j]
+    outside = (q < lower - margin) | (q > upper + margin)
+    if not outside.any():
+        return
+    row = int(np.argmax(outside))
+    value = float(q[row])
+    unit = "m" if prismatic else "rad"
+    raise WorkbenchError(
+        f"{where}: joint '{chain.joint_names[j]}' reaches {value:.6g} {unit} at sample {row} "
+        f"(t = {log.t[row]:.6g} s), outside its range [{lower:.4g}, {upper:.4g}] {unit}"
+        + _unit_hint(value, lower, upper, prismatic)
+    )
+
+
+def _check_speed(log: Log, chain: Chain, j: int, where: str) -> None:
+    limit = chain.velocity_limit[j]
+    if not np.isfinite(limit) or limit <= 0:
+        return
+    speed = float(np.percentile(np.abs(log.dq[:, j]), 99))
+    if speed <= _SPEED_FACTOR * limit:
+        return
+    unit = "m/s" if chain.joint_kinds[j] == PRISMATIC else "rad/s"
+    raise WorkbenchError(
+        f"{where}: joint '{chain.joint_names[j]}' moves at {speed:.4g} {unit} (99th percentile), "
+        f"{speed / limit:.0f} times its velocity limit {limit:.4g} {unit}; are the positions in "
+        "degrees or millimetres, or the time in ms instead of s?"
+    )
+
+
+def _reach(chain: Chain) -> float:
+    """An upper bound of the distance between two points of the robot (m)."""
+    points = [chain.joint_frames[:, :3, 3], chain.tool_frame[None, :3, 3]]
+    points += [f.placement[None, :3, 3] for f in chain.frames]
+    spread = np.linalg.norm(np.concatenate(points), axis=1)
+    return float(2.0 * spread.max() + 0.1)
+
+
+def _check_marker_spread(log: Log, chain: Chain) -> None:
+    reach = _reach(chain)
+    for marker in log.measured_markers():
+        if marker.position is None or len(marker.position) < 2:
+            continue
+        spread = float(np.ptp(marker.position, axis=0).max())
+        if spread > _REACH_FACTOR * reach:
+            source = log.columns.get(f"marker:{marker.name}", log.source)
+            raise WorkbenchError(
+                f"{source}: positions of marker '{marker.name}' spread over {spread:.4g} m, "
+                f"more than {_REACH_FACTOR:.0f} times the robot's reach ({reach:.3g} m); "
+                "the values look like millimetres"
+            )

@@ -1,0 +1,479 @@
+"""Log descriptions: a TOML file that says how to read a recording as it came off a robot.
+
+A real recording is rarely in the project's column convention: motor-side
+encoder counts at kHz rates, currents instead of torques, gear ratios and a
+coupled wrist, columns named by the controller, poses from a camera whose
+frame nobody measured. A log description states all of that once, beside the
+data files (paths are relative to the description), and ``workbench
+calibrate --log DESCRIPTION.toml`` reads it like any log. Example, the
+Staubli TX40 recording shipped in ``models/staubli_tx40/``::
+
+    [time]
+    sample_period = 0.0002              # s (or: file, column = "t", unit = "s")
+
+    [positions]
+    file = "data/pos_read_data.csv.gz"  # CSV (header row; .gz allowed) or NPZ
+    columns = ["Joint_1", "Joint_2", "Joint_3", "Joint_4", "Joint_5", "Joint_6"]
+    unit = "rad"                         # "rad" or "deg" (prismatic joints: linear_unit)
+    side = "motor"                       # "joint" or "motor"
+    offsets = [0, -1.5707963267948966, 1.5707963267948966, 0, 0, 0]
+
+    [torques]
+    file = "data/curr_data.csv.gz"
+    columns = ["Joint_1", "Joint_2", "Joint_3", "Joint_4", "Joint_5", "Joint_6"]
+    side = "motor"
+    scale = 1.0                          # N m per logged unit (e.g. torque constants)
+
+    [transmission]
+    ratios = [32, 32, 45, -48, 45, 32]   # motor turns per joint turn
+    couplings = [[6, 5, 32]]             # [motor, joint, ratio]: motor 6 turns with joint 5
+
+    [processing]
+    lowpass_hz = 100.0
+    decimate_to_hz = 100.0
+
+    [model]
+    terms = ["friction", "rotor_inertia", "offset", "coupled_motors"]
+
+    [validation]
+    folds = 5
+
+Sections and keys (every key is checked; unknown keys are errors):
+
+``[time]``
+    ``sample_period`` (s), or ``file`` + ``column`` + ``unit`` (s, ms, us,
+    ns) of a time column. Without ``[time]`` the rows are a set of static
+    poses (no filtering, no derivatives).
+``[positions]`` (required), ``[velocities]``, ``[torques]``
+    ``file``, ``columns`` (one per model joint in the model's joint order,
+    or a table ``joint = "column"``), ``side`` ("joint" or "motor"),
+    ``unit`` ("rad"/"deg" for revolute joints; ``linear_unit`` "m"/"mm" for
+    prismatic ones), ``offsets`` (positions only: joint-side zeros added
+    after the transmission, in the column unit), ``scale`` (torques only: a
+    number or one per column, e.g. torque constants for currents).
+``[transmission]``
+    The motor-from-joint matrix R of ``q_motor = R q``: ``ratios``
+    (diagonal) and ``couplings`` ([motor, joint, ratio] entries, numbered
+    from 1), or ``matrix``. Motor torques reach the joints through
+    ``torque_matrix`` (joint-from-motor), by default ``R^T`` (virtual
+    power). Needed when a side is "motor".
+``[[markers]]``
+    Measured poses of frames on the robot: ``name``, ``frame`` (the model
+    frame the marker hangs from, its nominal placement; default the tool
+    frame), ``file`` (default the positions' file), ``position`` (three
+    columns) with ``unit`` ("m" or "mm"), ``rotation`` (three or four
+    columns) with ``rotation_type`` ("rotation_vector", "quaternion_xyzw",
+    "quaternion_wxyz" or "rpy" = URDF roll-pitch-yaw) and ``rotation_unit``
+    ("rad" or "deg", for rotation vectors and rpy).
+``[measurement_frame]``
+    ``known = true`` (default): measurements are in the robot's base frame;
+    ``false``: in a device frame (camera, motion capture) estimated jointly.
+``[processing]`` (time series only)
+    ``lowpass_hz`` (default min(100, fs / 5)) and ``lowpass_order`` (4):
+    zero-phase Butterworth filter of the positions; ``decimate_to_hz``
+    (default 100 when fs > 200 Hz, else no decimation): parallel decimation
+    of the torque equations; ``min_speed_fraction`` (default 0.01 of each
+    joint's velocity limit, or of its largest logged speed when the model
+    has none) or ``min_speed`` (rad/s, one per joint or one for all): joint
+    rows slower than this are left out of torque fits (Coulomb friction is
+    undefined at rest). See :mod:`workbench.calibration.signals`.
+``[model]``
+    ``terms``: torque-model terms (:mod:`workbench.calibration.drives`).
+``[validation]``
+    ``folds`` (contiguous blocks in time; "leave-one-out" for one sample
+    per fold) or ``fraction`` (held out at the end).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from workbench import lie
+from workbench.calibration import signals
+from workbench.calibration.drives import TERMS
+from workbench.calibration.plausibility import check_channels
+from workbench.calibration.samples import Defaults, Log, Marker
+from workbench.calibration.tables import Table, read_table
+from workbench.chain import PRISMATIC, Chain
+from workbench.config import Section, read_toml
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+_ANGLE = {"rad": 1.0, "deg": np.pi / 180.0}
+_LENGTH = {"m": 1.0, "mm": 1e-3}
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_ROTATIONS = ("rotation_vector", "quaternion_xyzw", "quaternion_wxyz", "rpy")
+
+
+@dataclass(frozen=True)
+class Transmission:
+    """Motor-from-joint matrix R (``q_m = R q``) and joint-from-motor torque matrix."""
+
+    position: Array  # (n, n)
+    torque: Array  # (n, n)
+
+
+def read_description(path: str | Path, chain: Chain, *, drop_bad_rows: bool = False) -> Log:
+    """Read the recording a log description describes (module docstring) as a :class:`Log`."""
+    path = Path(path)
+    top = Section(read_toml(path, "log description"), str(path))
+    top.string("description", "")
+    reader = _Reader(path.parent, drop_bad_rows)
+    time = top.section("time")
+    if "sample_period" in time:
+        reader.drop_bad_rows = False  # filtering needs every sample: bad cells are errors
+
+    transmission = _transmission(top.section("transmission"), chain)
+    positions = top.section("positions", required=True)
+    q, q_where, q_table = _joint_block(reader, positions, chain, transmission, "positions")
+    blocks = {"q": (q, q_table)}
+    columns = {f"q_{j}": w for j, w in zip(chain.joint_names, q_where, strict=True)}
+    if "velocities" in top:
+        dq, _, table = _joint_block(reader, top.section("velocities"), chain, transmission, "")
+        blocks["dq"] = (dq, table)
+    if "torques" in top:
+        section = top.section("torques")
+        tau, tau_where, table = _joint_block(reader, section, chain, transmission, "torques")
+        blocks["tau"] = (tau, table)
+        columns |= {f"tau_{j}": w for j, w in zip(chain.joint_names, tau_where, strict=True)}
+    markers = []
+    for section in top.sections("markers"):
+        marker, table, where = _marker(reader, section, positions, chain)
+        markers.append((marker, table))
+        columns[f"marker:{marker.name}"] = where
+    frame = top.section("measurement_frame")
+    frame_known = frame.boolean("known", True)
+    frame.done()
+    tables = [table for _, table in [*blocks.values(), *markers]]
+    rows = _common_rows(tables)
+    q, dq, tau = (
+        blocks[k][0][rows[id(blocks[k][1])]] if k in blocks else None for k in ("q", "dq", "tau")
+    )
+    markers = [m.subset(rows[id(table)]) for m, table in markers]
+    ddq = None
+
+    t, dt = _time(reader, time, q.shape[0], rows[id(q_table)], q_table)
+    processing = top.section("processing")
+    model = top.section("model")
+    terms = model.strings("terms", None)
+    if terms is not None:
+        unknown = [t for t in terms if t not in TERMS]
+        if unknown:
+            raise WorkbenchError(
+                f"{model.where('terms')}: unknown term(s) {', '.join(unknown)}; "
+                f"choose from {', '.join(TERMS)}"
+            )
+    model.done()
+    defaults = _defaults(top.section("validation"), terms)
+    dropped = tuple(sorted({d for table in tables for d in table.dropped}, key=lambda d: d.line))
+    differentiated = dq is None
+    decimation, min_speed, border = 1, None, 0
+    if dt is not None:
+        q, dq, ddq, decimation, min_speed, border = _process(
+            processing, chain, q, dq, dt, str(path)
+        )
+    elif dq is None:
+        differentiated = False
+    processing.done()
+    top.done()
+    return Log(
+        t=t,
+        q=q,
+        dq=dq,
+        ddq=ddq,
+        tau=tau,
+        joint_names=chain.joint_names,
+        source=str(path),
+        dropped=dropped,
+        differentiated=differentiated,
+        markers=tuple(markers),
+        frame_known=frame_known,
+        decimation=decimation,
+        border=border,
+        min_speed=min_speed,
+        columns=columns,
+        defaults=defaults,
+        transmission=transmission.position if transmission is not None else None,
+    )
+
+
+class _Reader:
+    """Tables by path, read once, relative to the description's directory."""
+
+    def __init__(self, base: Path, drop_bad_rows: bool) -> None:
+        self.base = base
+        self.drop_bad_rows = drop_bad_rows
+        self.cache: dict[Path, Table] = {}
+
+    def table(self, section: Section, key: str = "file", default: str | None = None) -> Table:
+        name = section.string(key, default) if default is not None else section.string(key)
+        path = (self.base / name).resolve()
+        if path not in self.cache:
+            self.cache[path] = read_table(path, drop_bad_rows=self.drop_bad_rows)
+        return self.cache[path]
+
+
+def _column_names(section: Section, chain: Chain) -> list[str]:
+    raw = section.raw("columns")
+    if isinstance(raw, dict):
+        unknown = [j for j in raw if j not in chain.joint_names]
+        missing = [j for j in chain.joint_names if j not in raw]
+        if unknown or missing:
+            raise WorkbenchError(
+                f"{section.where('columns')}: unknown joints {unknown}, missing joints {missing}; "
+                f"the model's joints are {', '.join(chain.joint_names)}"
+            )
+        names = [raw[j] for j in chain.joint_names]
+        if not all(isinstance(c, str) for c in names):
+            raise WorkbenchError(f"{section.where('columns')}: column names must be strings")
+        return names
+    return section.strings("columns", length=chain.n)
+
+
+def _joint_block(
+    reader: _Reader, section: Section, chain: Chain, transmission, kind: str
+) -> tuple[Array, list[str], Table]:
+    """One value per joint (N, n), joint side, SI units; where each came from; the table."""
+    table = reader.table(section)
+    names = _column_names(section, chain)
+    raw = table.values[:, [table.index(c) for c in names]]
+    where = [f"{table.path}, column {table.index(c) + 1} ('{c}')" for c in names]
+    side = section.string("side", "joint", choices=("joint", "motor"))
+    if kind == "torques":
+        scale = section.raw("scale", 1.0)
+        scale = (
+            section.array("scale", shape=(chain.n,))
+            if isinstance(scale, list)
+            else (section.number("scale", 1.0))
+        )
+        check_channels(raw, where, constant="error")
+        values = raw * scale
+        if side == "motor":
+            values = values @ _need(transmission, section).torque.T
+    else:
+        prismatic = np.array([k == PRISMATIC for k in chain.joint_kinds])
+        angle = _ANGLE[section.string("unit", "rad", choices=tuple(_ANGLE))]
+        length = _LENGTH[section.string("linear_unit", "m", choices=tuple(_LENGTH))]
+        factor = np.where(prismatic, length, angle)
+        values = raw * factor
+        if side == "motor":
+            values = np.linalg.solve(_need(transmission, section).position, values.T).T
+        if kind == "positions":
+            values = values + section.array("offsets", np.zeros(chain.n), shape=(chain.n,)) * factor
+    section.done()
+    return np.ascontiguousarray(values), where, table
+
+
+def _need(transmission: Transmission | None, section: Section) -> Transmission:
+    if transmission is None:
+        raise WorkbenchError(
+            f"{section.where('side')} = 'motor' needs a [transmission] section (gear ratios)"
+        )
+    return transmission
+
+
+def _transmission(section: Section, chain: Chain) -> Transmission | None:
+    if not section.table:
+        return None
+    n = chain.n
+    if "matrix" in section:
+        R = section.array("matrix", shape=(None, None))
+        if R.shape != (n, n):
+            raise WorkbenchError(
+                f"{section.where('matrix')} is {R.shape[0]} x {R.shape[1]}; the model has {n} "
+                f"joints, so it must be {n} x {n}"
+            )
+    else:
+        ratios = section.array("ratios", shape=(None,))
+        if ratios.shape != (n,):
+            raise WorkbenchError(
+                f"{section.where('ratios')} has {ratios.size} entries; the model has {n} joints"
+            )
+        R = np.diag(ratios)
+        for entry in section.array("couplings", np.zeros((0, 3)), shape=(None, 3)):
+            motor, joint = int(entry[0]), int(entry[1])
+            if entry[0] != motor or entry[1] != joint or not (1 <= motor <= n and 1 <= joint <= n):
+                raise WorkbenchError(
+                    f"{section.where('couplings')}: [{entry[0]:g}, {entry[1]:g}, ...] must name "
+                    f"a motor and a joint by number, 1 to {n}"
+                )
+            R[motor - 1, joint - 1] = entry[2]
+    _check_invertible(R, section.where("matrix" if "matrix" in section else "ratios"))
+    torque = R.T
+    if "torque_matrix" in section:
+        torque = section.array("torque_matrix", shape=(n, n))
+        _check_invertible(torque, section.where("torque_matrix"))
+    section.done()
+    return Transmission(R, torque)
+
+
+def _check_invertible(R: Array, where: str) -> None:
+    s = np.linalg.svd(R, compute_uv=False)
+    if s[-1] <= 1e-12 * s[0]:
+        raise WorkbenchError(
+            f"{where}: the transmission matrix is singular (condition number "
+            f"{s[0] / max(s[-1], 1e-300):.3g}): some joint cannot be recovered from the motors"
+        )
+
+
+def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain):
+    name = section.string("name", f"marker_{section.name.rsplit('[', 1)[-1].rstrip(']')}")
+    frame = section.string("frame", chain.tool_name)
+    chain.placement_of(frame)  # an error naming the frame if the model has none
+    table = reader.table(section, default=positions.table.get("file", ""))
+    position = rotation = None
+    where = str(table.path)
+    if "position" in section:
+        cols = section.strings("position", length=3)
+        scale = _LENGTH[section.string("unit", "m", choices=tuple(_LENGTH))]
+        position = table.values[:, [table.index(c) for c in cols]] * scale
+        check_channels(position, [f"{table.path}, column '{c}'" for c in cols], constant="warn")
+        where = f"{table.path}, columns {', '.join(cols)}"
+    if "rotation" in section:
+        kind = section.string("rotation_type", choices=_ROTATIONS)
+        width = 4 if kind.startswith("quaternion") else 3
+        cols = section.strings("rotation", length=width)
+        values = table.values[:, [table.index(c) for c in cols]]
+        rotation = _rotation(values, kind, section)
+    if position is None and rotation is None:
+        raise WorkbenchError(f"{section.where('position')}: a marker needs position or rotation")
+    section.done()
+    return Marker(name, frame, position, rotation), table, where
+
+
+def _rotation(values: Array, kind: str, section: Section) -> Array:
+    unit = _ANGLE[section.string("rotation_unit", "rad", choices=tuple(_ANGLE))]
+    if kind == "rotation_vector":
+        return lie.exp_so3(values * unit)
+    if kind == "rpy":
+        return lie.rpy_to_matrix(values * unit)
+    quat = values if kind == "quaternion_xyzw" else values[:, [1, 2, 3, 0]]
+    norm = np.linalg.norm(quat, axis=1)
+    if np.any(np.abs(norm - 1.0) > 1e-3):
+        row = int(np.argmax(np.abs(norm - 1.0)))
+        raise WorkbenchError(
+            f"{section.where('rotation')}: the quaternion of sample {row} has norm "
+            f"{norm[row]:.6g}, not 1 (wrong columns or rotation_type?)"
+        )
+    return lie.quaternion_to_matrix(quat / norm[:, None])
+
+
+def _common_rows(tables: list[Table]) -> dict[int, np.ndarray]:
+    """For each table (by id), the positions of the data rows present in every table."""
+    common = tables[0].rows
+    for table in tables[1:]:
+        if table.dropped == () and tables[0].dropped == () and len(table) != len(tables[0]):
+            raise WorkbenchError(
+                f"{table.path} has {len(table)} data rows but {tables[0].path} has "
+                f"{len(tables[0])}: the files of one recording must have one row per sample"
+            )
+        common = np.intersect1d(common, table.rows)
+    return {id(t): np.searchsorted(t.rows, common) for t in tables}
+
+
+def _time(
+    reader: _Reader, section: Section, n: int, rows: np.ndarray, positions: Table
+) -> tuple[Array, float | None]:
+    """Sample times (s) and the uniform sample period (None for static poses)."""
+    if not section.table:
+        section.done()
+        return np.arange(n, dtype=float), None
+    if "sample_period" in section:
+        dt = section.number("sample_period", positive=True)
+        section.done()
+        return dt * np.arange(n), dt
+    table = reader.table(section)
+    column = section.string("column")
+    scale = _TIME[section.string("unit", "s", choices=tuple(_TIME))]
+    if table is not positions and len(table) != len(positions):
+        raise WorkbenchError(
+            f"{table.path} has {len(table)} rows but {positions.path} has {len(positions)}"
+        )
+    t = table.column(column)[rows] * scale
+    section.done()
+    steps = np.diff(t)
+    if np.any(steps <= 0):
+        row = int(np.argmax(steps <= 0)) + 1
+        raise WorkbenchError(f"{table.where(row, column)}: time does not increase")
+    dt = float(np.median(steps))
+    gap = steps > 1.5 * dt
+    if np.any(gap):
+        row = int(np.argmax(gap)) + 1
+        raise WorkbenchError(
+            f"{table.where(row, column)}: a gap in the time base: {steps[row - 1]:.6g} s since "
+            f"the previous sample, {steps[row - 1] / dt:.1f} times the sample period "
+            f"{dt:.6g} s (split the recording at the gap, or resample it)"
+        )
+    jitter = float(np.abs(steps - dt).max() / dt)
+    if jitter > 0.05:
+        row = int(np.argmax(np.abs(steps - dt))) + 1
+        raise WorkbenchError(
+            f"{table.where(row, column)}: sample period varies by {100 * jitter:.0f} % "
+            f"(median {dt:.6g} s); filtering needs uniform sampling, resample the recording"
+        )
+    return t, dt
+
+
+def _process(section: Section, chain: Chain, q: Array, dq: Array | None, dt: float, source: str):
+    """Filter and differentiate a time series; decimation factor and the fit mask."""
+    rate = 1.0 / dt
+    order = section.integer("lowpass_order", 4, minimum=1)
+    cutoff = section.number("lowpass_hz", min(100.0, rate / 5.0), positive=True)
+    target = section.number("decimate_to_hz", 100.0 if rate > 200.0 else rate, positive=True)
+    if target > rate:
+        raise WorkbenchError(
+            f"{section.where('decimate_to_hz')} = {target:g} Hz is above the sample rate "
+            f"{rate:g} Hz"
+        )
+    decimation = max(1, round(rate / target))
+    needed = signals.minimum_samples(decimation, order)
+    if q.shape[0] < needed:
+        raise WorkbenchError(
+            f"{source}: the recording is too short: {q.shape[0]} samples; the order-{order} "
+            f"low-pass filter and decimation by {decimation} need at least {needed}"
+        )
+    q = signals.lowpass(q, rate, cutoff, order, what=f"{source}: positions")
+    if dq is None:
+        dq, ddq = signals.derivatives(q, dt)
+    else:
+        dq = signals.lowpass(dq, rate, cutoff, order, what=f"{source}: velocities")
+        ddq = np.gradient(dq, dt, axis=0)
+    if "min_speed" in section:
+        raw = section.raw("min_speed")
+        threshold = (
+            section.array("min_speed", shape=(chain.n,))
+            if isinstance(raw, list)
+            else np.full(chain.n, section.number("min_speed", minimum=0.0))
+        )
+    else:
+        fraction = section.number("min_speed_fraction", 0.01, minimum=0.0, maximum=1.0)
+        limit = np.where(
+            np.isfinite(chain.velocity_limit) & (chain.velocity_limit > 0),
+            chain.velocity_limit,
+            np.abs(dq).max(axis=0),
+        )
+        threshold = fraction * limit
+    return q, dq, ddq, decimation, threshold, signals.border(decimation, order)
+
+
+def _defaults(section: Section, terms: list[str] | None) -> Defaults:
+    folds, fraction = 0, None
+    if "folds" in section:
+        raw = section.raw("folds")
+        if raw == "leave-one-out":
+            folds = -1
+        elif isinstance(raw, str):
+            raise WorkbenchError(
+                f"{section.where('folds')} = {raw!r} must be a number or 'leave-one-out'"
+            )
+        else:
+            folds = section.integer("folds", minimum=2)
+    if "fraction" in section:
+        fraction = section.number("fraction", minimum=0.0, maximum=1.0)
+        if folds:
+            raise WorkbenchError(f"{section.where('fraction')}: give folds or fraction, not both")
+    section.done()
+    return Defaults(tuple(terms) if terms is not None else None, folds, fraction)

@@ -1,0 +1,325 @@
+"""Numeric tables in CSV (optionally gzip-compressed) and NPZ files, with errors that say where.
+
+A table is a header of column names and an (N, m) float array. CSV: the
+first non-empty row is the header (a UTF-8 byte-order mark, as spreadsheet
+programs write it, is accepted), every other non-empty row holds one number
+per column. NPZ: one 1-D array per column, all of one length.
+
+Every problem raises :class:`~workbench.errors.WorkbenchError` naming the
+file, the line and the column: CSV lines count from 1 with the header on
+line 1; NPZ row ``k`` is called line ``k + 2`` so that both read the same.
+With ``drop_bad_rows=True``, rows with a non-numeric, NaN or inf cell (or,
+for the ``increasing`` column, a value that does not increase) are left out
+and listed in :attr:`Table.dropped` instead.
+
+Well-formed files are parsed by NumPy's C reader; only when that fails is
+the file read again cell by cell to find and name the first bad cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from workbench.errors import WorkbenchError
+from workbench.io import atomic_write
+from workbench.lie import Array
+
+
+@dataclass(frozen=True)
+class DroppedRow:
+    """A row left out with ``drop_bad_rows``: its line, first bad column and why."""
+
+    line: int
+    column: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """Columns of numbers read from ``path`` (see the module docstring)."""
+
+    path: Path
+    header: tuple[str, ...]
+    values: Array  # (N, m)
+    lines: np.ndarray  # (N,) the line of each row, for messages
+    dropped: tuple[DroppedRow, ...] = ()
+    rows: np.ndarray | None = None  # (N,) index of each kept row among all data rows
+
+    def __post_init__(self) -> None:
+        if self.rows is None:
+            object.__setattr__(self, "rows", np.arange(self.values.shape[0]))
+
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+    def index(self, name: str) -> int:
+        """Position of column ``name``; an error listing the columns if there is none."""
+        try:
+            return self.header.index(name)
+        except ValueError:
+            listing = ", ".join(self.header)
+            raise WorkbenchError(
+                f"{self.path}: line 1: no column '{name}'; the columns are {listing}"
+            ) from None
+
+    def column(self, name: str) -> Array:
+        """The values of column ``name`` (N,)."""
+        return self.values[:, self.index(name)]
+
+    def where(self, row: int, name: str | None = None) -> str:
+        """'FILE: line L[, column C ('name')]' for messages about one cell."""
+        text = f"{self.path}: line {int(self.lines[row])}"
+        if name is not None:
+            text += f", column {self.index(name) + 1} ('{name}')"
+        return text
+
+
+def read_table(
+    path: str | os.PathLike, *, drop_bad_rows: bool = False, increasing: str | None = None
+) -> Table:
+    """Read a CSV (``.csv``, ``.csv.gz``, or any other suffix) or NPZ table.
+
+    ``increasing`` names a column whose values must strictly increase (a
+    time column). The file is only read.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise WorkbenchError(f"{path} is a directory, not a table file")
+    if not path.is_file():
+        raise WorkbenchError(f"file not found: {path}")
+    if path.suffix.lower() == ".npz":
+        header, values = _read_npz(path)
+        lines = np.arange(values.shape[0]) + 2
+        table = _clean(path, header, values, lines, drop_bad_rows, increasing)
+    else:
+        table = _read_csv(path, drop_bad_rows, increasing)
+    if len(table) == 0:
+        raise WorkbenchError(f"{path}: no data rows after the header")
+    return table
+
+
+def write_table(path: str | os.PathLike, columns: dict[str, Array]) -> Path:
+    """Write named 1-D columns as CSV (17 significant digits) or NPZ (by suffix), atomically."""
+    path = Path(path)
+    if path.suffix.lower() == ".npz":
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **columns)
+
+    else:
+
+        def write(tmp: Path) -> None:
+            data = np.column_stack(list(columns.values()))
+            header = ",".join(columns)
+            np.savetxt(tmp, data, delimiter=",", header=header, comments="", fmt="%.17g")
+
+    return atomic_write(path, write)
+
+
+# ----------------------------------------------------------------------- CSV
+def _open_text(path: Path) -> io.TextIOBase:
+    raw = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+
+
+def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every line, with errors for binary or non-UTF-8 content."""
+    line = 0
+    try:
+        with _open_text(path) as fh:
+            for line, text in enumerate(fh, start=1):
+                yield line, text
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError(
+            f"{path}: line {line + 1} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
+            "save the file as UTF-8 CSV"
+        ) from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise WorkbenchError(f"cannot read {path}: {exc}") from None
+
+
+def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None) -> Table:
+    header_line, header, data_lines = None, None, 0
+    for line, text in _text_lines(path):
+        if not text.strip():
+            continue
+        if header is None:
+            header_line, header = line, [c.strip() for c in next(csv.reader([text]))]
+        else:
+            data_lines += 1
+    if header is None:
+        raise WorkbenchError(f"{path}: empty file (expected a header row)")
+    _check_header(path, header)
+    values = _fast_parse(path, header_line, len(header))
+    if values is not None and values.shape[0] == data_lines:
+        lines = _data_line_numbers(path, header_line, values.shape[0])
+        return _clean(path, header, values, lines, drop_bad_rows, increasing)
+    return _slow_parse(path, header, drop_bad_rows, increasing)
+
+
+def _fast_parse(path: Path, header_line: int, width: int) -> Array | None:
+    """NumPy's parser on a well-formed file; None when it cannot parse it."""
+    try:
+        with _open_text(path) as fh:
+            values = np.loadtxt(
+                fh, delimiter=",", skiprows=header_line, ndmin=2, comments=None, dtype=float
+            )
+    except (ValueError, UnicodeDecodeError, OSError, EOFError):
+        return None
+    if values.size == 0:
+        return np.zeros((0, width))
+    return values if values.shape[1] == width else None
+
+
+def _data_line_numbers(path: Path, header_line: int, rows: int) -> np.ndarray:
+    lines = [line for line, text in _text_lines(path) if line > header_line and text.strip()]
+    return np.asarray(lines[:rows], dtype=np.int64)
+
+
+def _slow_parse(path: Path, header: list[str], drop_bad_rows: bool, increasing: str | None):
+    rows, lines, dropped, index = [], [], [], []
+    seen_header = False
+    data_row = -1
+    for line, text in _text_lines(path):
+        if not text.strip():
+            continue
+        if not seen_header:
+            seen_header = True
+            continue
+        data_row += 1
+        cells = next(csv.reader([text]))
+        if len(cells) != len(header):
+            raise WorkbenchError(
+                f"{path}: line {line} has {len(cells)} cells; the header has {len(header)}"
+            )
+        values = np.empty(len(header))
+        problem = None
+        for k, cell in enumerate(cells):
+            try:
+                values[k] = float(cell)
+            except ValueError:
+                problem = (k, f"'{cell.strip()}' is not a number")
+                break
+        if problem is not None:
+            if not drop_bad_rows:
+                _raise_cell(path, line, problem[0], header, problem[1])
+            dropped.append(DroppedRow(line, header[problem[0]], problem[1]))
+            continue
+        rows.append(values)
+        lines.append(line)
+        index.append(data_row)
+    values = np.array(rows).reshape(len(rows), len(header))
+    table = _clean(
+        path, header, values, np.asarray(lines), drop_bad_rows, increasing, np.asarray(index)
+    )
+    merged = sorted([*dropped, *table.dropped], key=lambda d: d.line)
+    return Table(table.path, table.header, table.values, table.lines, tuple(merged), table.rows)
+
+
+def _raise_cell(path: Path, line: int, k: int, header: list[str], reason: str) -> None:
+    raise WorkbenchError(
+        f"{path}: line {line}, column {k + 1} ('{header[k]}'): {reason} "
+        "(drop_bad_rows / --drop-bad-rows skips such rows)"
+    )
+
+
+def _check_header(path: Path, header: list[str]) -> None:
+    seen: set[str] = set()
+    for k, name in enumerate(header):
+        if not name:
+            raise WorkbenchError(f"{path}: line 1, column {k + 1}: empty column name")
+        if name in seen:
+            raise WorkbenchError(f"{path}: line 1, column {k + 1} ('{name}'): duplicate column")
+        seen.add(name)
+
+
+# ----------------------------------------------------------------------- NPZ
+def _read_npz(path: Path) -> tuple[list[str], Array]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                raise ValueError("not an NPZ archive")
+            table = {name: np.asarray(data[name]) for name in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, AttributeError) as exc:
+        reason = "not an NPZ archive" if "pickle" in str(exc) else str(exc)
+        raise WorkbenchError(f"cannot read NPZ file {path}: {reason}") from None
+    if not table:
+        raise WorkbenchError(f"{path}: the NPZ archive holds no arrays")
+    shapes = {name: a.shape for name, a in table.items()}
+    if len(set(shapes.values())) != 1 or len(next(iter(shapes.values()))) != 1:
+        listing = ", ".join(f"{k}: {v}" for k, v in shapes.items())
+        raise WorkbenchError(f"{path}: arrays must be 1-D of one length ({listing})")
+    header = list(table)
+    for name in header:
+        if table[name].dtype.kind not in "biuf":
+            raise WorkbenchError(
+                f"{path}: array '{name}' has dtype {table[name].dtype}; expected numbers"
+            )
+    return header, np.column_stack([table[name].astype(float) for name in header])
+
+
+# -------------------------------------------------------- finiteness, order
+def _clean(
+    path: Path,
+    header: list[str],
+    values: Array,
+    lines: np.ndarray,
+    drop_bad_rows: bool,
+    increasing: str | None,
+    row_index: np.ndarray | None = None,
+) -> Table:
+    """Reject or drop rows with non-finite cells or a non-increasing ``increasing`` column."""
+    if row_index is None:
+        row_index = np.arange(values.shape[0])
+    bad = ~np.isfinite(values)
+    it = header.index(increasing) if increasing in header else None
+    order_bad = _not_increasing(values[:, it], bad.any(axis=1)) if it is not None else None
+    if not bad.any() and (order_bad is None or not order_bad.any()):
+        return Table(path, tuple(header), values, lines, (), row_index)
+    dropped: list[DroppedRow] = []
+    keep = np.ones(values.shape[0], dtype=bool)
+    for row in range(values.shape[0]):
+        if bad[row].any():
+            k = int(np.argmax(bad[row]))
+            reason = f"{values[row, k]} is not finite"
+        elif order_bad is not None and order_bad[row]:
+            k = it
+            previous = values[:row][keep[:row], it]
+            last = previous[-1] if previous.size else -np.inf
+            reason = f"{increasing} {values[row, k]:.9g} does not increase (previous {last:.9g})"
+        else:
+            continue
+        if not drop_bad_rows:
+            _raise_cell(path, int(lines[row]), k, header, reason)
+        dropped.append(DroppedRow(int(lines[row]), header[k], reason))
+        keep[row] = False
+    return Table(path, tuple(header), values[keep], lines[keep], tuple(dropped), row_index[keep])
+
+
+def _not_increasing(column: Array, skip: np.ndarray) -> np.ndarray:
+    """Rows whose value does not exceed the last kept value (rows in ``skip`` are not kept)."""
+    bad = np.zeros(column.shape[0], dtype=bool)
+    running = np.maximum.accumulate(np.where(skip, -np.inf, column))
+    previous = np.concatenate([[-np.inf], running[:-1]])
+    candidates = np.flatnonzero(~skip & (column <= previous))
+    if candidates.size == 0:
+        return bad
+    last = -np.inf  # exact, sequential pass from the first problem on (rare)
+    for row in range(column.shape[0]):
+        if skip[row]:
+            continue
+        if column[row] <= last:
+            bad[row] = True
+        else:
+            last = column[row]
+    return bad
