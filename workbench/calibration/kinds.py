@@ -291,6 +291,7 @@ class KinematicCalibrationProblem:
         self.options = options
         self.nominal = chain
         self.problem = KinematicProblem.from_log(log)
+        self.rotation_weight = options.rotation_weight or 1.0
         self.times = log.t
         labels = []
         for m in self.problem.markers:
@@ -308,7 +309,10 @@ class KinematicCalibrationProblem:
         )  # fmt: skip
 
     def fit(self, rows: np.ndarray | None):
-        return self._calibrate(self.problem if rows is None else self.problem.subset(rows))
+        fit = self._calibrate(self.problem if rows is None else self.problem.subset(rows))
+        if rows is None:  # the held-out figures weigh rotations as the full fit does
+            self.rotation_weight = fit.rotation_weight
+        return fit
 
     def baseline(self, rows: np.ndarray | None):
         """Device and marker frames fitted with nominal joints, when the device is unknown."""
@@ -350,15 +354,25 @@ class KinematicCalibrationProblem:
         )
         centred = measured - np.nanmean(measured, axis=0)
         distance = np.linalg.norm(position, axis=2)
+        error2 = np.nanmean(distance**2)
+        spread2 = np.nanmean(np.sum(centred**2, axis=2))
         figures = {
-            "relative_rms": float(_rms(distance) / _rms(np.linalg.norm(centred, axis=2))),
-            "position_rms_m": float(_rms(distance)),
+            "position_rms_m": float(np.sqrt(error2)),
             "rms": dict(zip(self.labels, _rms(errors, axis=0).tolist(), strict=True)),
         }
         if rotation:
             angle = np.linalg.norm(np.stack(rotation, axis=1), axis=2)
             figures["orientation_rms_rad"] = float(_rms(angle))
-        return figures
+            spread = [
+                _rotation_spread(m.rotation[rows])
+                for m in self.problem.markers
+                if m.rotation is not None
+            ]
+            w = self.rotation_weight
+            error2 += w**2 * np.nanmean(angle**2)
+            spread2 += w**2 * np.mean(np.square(np.concatenate(spread)))
+            figures["rotation_weight_m_per_rad"] = w
+        return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures}
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         chain, n = self.nominal, self.nominal.n
@@ -417,6 +431,13 @@ class KinematicCalibrationProblem:
             ),
         }
         return summary
+
+
+def _rotation_spread(R: Array) -> Array:
+    """Angles (N,) of rotations from their mean (the rotation nearest the arithmetic mean)."""
+    U, _, Vt = np.linalg.svd(np.nanmean(R, axis=0))
+    mean = U @ np.diag([1.0, 1.0, np.linalg.det(U @ Vt)]) @ Vt
+    return np.linalg.norm(lie.log_so3(R @ mean.T), axis=-1)
 
 
 # ----------------------------------------------------------------- helpers

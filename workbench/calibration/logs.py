@@ -70,12 +70,13 @@ def read_log(
     ``"position"`` (tool or marker positions). The input files are only read.
     """
     path = Path(path)
-    if path.suffix.lower() == ".toml":
+    description = path.suffix.lower() == ".toml"
+    if description:
         log = recording.read_description(path, chain, drop_bad_rows=drop_bad_rows)
     else:
         log = _read_table_log(path, chain, require, drop_bad_rows, savgol_window, savgol_order)
     _check_required(log, require)
-    plausibility.check_log(log, chain)
+    plausibility.check_log(log, chain, channels=not description)
     return log
 
 

@@ -40,22 +40,33 @@ _SATURATED = 0.01  # fraction of samples at the extreme value
 _REACH_FACTOR = 20.0
 
 
-def check_log(log: Log, chain: Chain) -> None:
-    """Raise or warn for implausible content of ``log`` (module docstring)."""
+def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
+    """Raise or warn for implausible content of ``log`` (module docstring).
+
+    ``channels=False`` skips the dead and clipped channel tests, for readers
+    that ran them on the raw columns already (log descriptions).
+    """
     where = {name: log.columns.get(name, f"{log.source}: {name}") for name in _names(chain)}
     for j, joint in enumerate(chain.joint_names):
         _check_range(log, chain, j, where[f"q_{joint}"])
         if log.dq is not None and len(log) > 2:
             _check_speed(log, chain, j, where[f"q_{joint}"])
-    if log.tau is not None:
+    if channels and log.tau is not None:
         check_channels(log.tau, [where[f"tau_{j}"] for j in chain.joint_names], constant="error")
-    if len(log) > 2:
-        check_channels(log.q, [where[f"q_{j}"] for j in chain.joint_names], constant="warn")
+    if channels:
+        check_channels(
+            log.q, [where[f"q_{j}"] for j in chain.joint_names], constant="warn", saturation=False
+        )
     _check_marker_spread(log, chain)
 
 
-def check_channels(values: Array, where: Sequence[str], constant: str = "error") -> None:
-    """Constant channels (an error or a warning) and saturated ones (a warning), by column."""
+def check_channels(
+    values: Array, where: Sequence[str], constant: str = "error", saturation: bool = True
+) -> None:
+    """Constant channels (an error or a warning) and saturated ones (a warning), by column.
+
+    Positions pass ``saturation=False``: a robot may rest at the end of its range.
+    """
     if values.shape[0] < 3:
         return
     lo, hi = values.min(axis=0), values.max(axis=0)
@@ -72,6 +83,8 @@ def check_channels(values: Array, where: Sequence[str], constant: str = "error")
                 WorkbenchWarning,
                 stacklevel=3,
             )
+            continue
+        if not saturation:
             continue
         for extreme, label in ((hi[k], "maximum"), (lo[k], "minimum")):
             count = int(np.count_nonzero(values[:, k] == extreme))

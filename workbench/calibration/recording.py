@@ -258,6 +258,7 @@ def _joint_block(
         angle = _ANGLE[section.string("unit", "rad", choices=tuple(_ANGLE))]
         length = _LENGTH[section.string("linear_unit", "m", choices=tuple(_LENGTH))]
         factor = np.where(prismatic, length, angle)
+        check_channels(raw, where, constant="warn", saturation=False)
         values = raw * factor
         if side == "motor":
             values = np.linalg.solve(_need(transmission, section).position, values.T).T
@@ -330,7 +331,9 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
         cols = section.strings("position", length=3)
         scale = _LENGTH[section.string("unit", "m", choices=tuple(_LENGTH))]
         position = table.values[:, [table.index(c) for c in cols]] * scale
-        check_channels(position, [f"{table.path}, column '{c}'" for c in cols], constant="warn")
+        check_channels(
+            position, [f"{table.path}, column '{c}'" for c in cols], "warn", saturation=False
+        )
         where = f"{table.path}, columns {', '.join(cols)}"
     if "rotation" in section:
         kind = section.string("rotation_type", choices=_ROTATIONS)

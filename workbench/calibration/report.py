@@ -34,7 +34,7 @@ import json
 import math
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,7 @@ def calibrate(
     problem = spec.prepare(chain, log, options)
     _say(options, f"{kind_name} calibration: fitting {len(problem.times)} samples")
     full = problem.fit(None)
+    problem.options = replace(options, progress=False)  # validation fits run quietly
     everything = np.arange(len(problem.times))
     train_after = problem.errors(full, everything)
     train_before = problem.errors(problem.baseline(None), everything)
