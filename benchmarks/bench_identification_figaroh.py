@@ -175,6 +175,7 @@ import json
 import logging
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -187,6 +188,7 @@ from scipy import signal
 from timing import machine, row
 
 DEFAULT_DATA = Path("/work/shared/data")
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 # ── TX40: transmission, grid and splits ─────────────────────────────────────
 
@@ -708,6 +710,89 @@ def run_figaroh_tx40(variant: str, tx40_module, paths: dict, verbose: bool) -> d
     }
 
 
+# ── the workbench, same data, same scoring ──────────────────────────────────
+
+
+def workbench_tx40() -> dict:
+    """The workbench's identification (models/staubli_tx40/identification.toml), scored here.
+
+    Fits use the project's own pipeline (Butterworth-filtered positions,
+    parallel FIR decimation to 100 Hz, per-joint WLS, rows below 1 % of the
+    velocity limit left out); the predicted full-rate torques ``W(q, dq, ddq)
+    beta`` go through the common operator D like FIGAROH's. "nominal" is the
+    URDF with the published drive parameters (``tx40.drives.toml``), no fit.
+    """
+    import workbench as wb
+    from workbench.calibration.drives import read_drive_file, sidecar_path
+    from workbench.calibration.kinds import DynamicProblem, Options
+    from workbench.calibration.logs import read_log
+
+    start = time.perf_counter()
+    chain = wb.models.load("staubli_tx40")
+    log = read_log(REPOSITORY / "models" / "staubli_tx40" / "identification.toml", chain)
+    nominal = read_drive_file(sidecar_path(wb.models.urdf_path("staubli_tx40")), chain.n)[1]
+    problem = DynamicProblem(chain, log, Options(nominal_drives=nominal))
+    fit = problem.fit(None)
+    seconds = time.perf_counter() - start
+    raw_of_row = np.rint(problem.times / TX40_TS).astype(np.int64)
+    W = problem.model.columns(log.q, log.dq, log.ddq, select=problem.base.independent)
+
+    def fit_predict(train_raw: np.ndarray) -> np.ndarray:
+        beta = problem.fit(np.flatnonzero(train_raw[raw_of_row])).beta
+        return decimate_to_100hz(W @ beta)
+
+    def nominal_predict(train_raw: np.ndarray) -> np.ndarray:
+        return decimate_to_100hz(W @ (problem.base.matrix @ problem.x0))
+
+    parameters = {k: parameter_value(list(problem.base.names), fit.beta, k) for k in PARAMETER_KEYS}
+    command = [
+        sys.executable, "-m", "workbench.cli", "calibrate", "--model", "staubli_tx40",
+        "--log", str(REPOSITORY / "models" / "staubli_tx40" / "identification.toml"),
+        "--kind", "dynamic", "--quiet",
+    ]  # fmt: skip
+    cli = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(3):
+            begin = time.perf_counter()
+            subprocess.run([*command, "--out", f"{tmp}/out{k}"], check=True, capture_output=True)
+            cli.append(time.perf_counter() - begin)
+    return {
+        "fit_predict": fit_predict,
+        "nominal_predict": nominal_predict,
+        "seconds": seconds,
+        "cli_seconds": cli,
+        "base_parameters": len(problem.base.names),
+        "fit_rows": fit.rows,
+        "parameters": parameters,
+    }
+
+
+def workbench_ur10() -> dict:
+    """The workbench's kinematic calibration (models/ur10/calibration.toml): fit_predict callables.
+
+    Calibrated: joint twists, flange marker frame and camera frame (LM on the
+    analytic Jacobian, rotation weight from the residuals); nominal: the camera
+    and marker frames only, joints nominal.
+    """
+    import workbench as wb
+    from workbench.calibration.kinds import KinematicCalibrationProblem, Options
+    from workbench.calibration.logs import read_log
+
+    chain = wb.models.load("ur10e")
+    log = read_log(REPOSITORY / "models" / "ur10" / "calibration.toml", chain)
+    problem = KinematicCalibrationProblem(chain, log, Options())
+
+    def method(fit_of):
+        def fit_predict(train: np.ndarray, test: np.ndarray):
+            fit = fit_of(train)
+            ((p, R),) = problem.problem.subset(test).predict(fit.model)
+            return p, R
+
+        return fit_predict
+
+    return {"calibrated": method(problem.fit), "nominal": method(problem.baseline)}
+
+
 def tx40(args) -> dict:
     start = time.perf_counter()
     import figaroh.identification.base_identification
@@ -753,6 +838,9 @@ def tx40(args) -> dict:
             }
             runs[key] = run
 
+    ours = workbench_tx40()
+    ours["scores"] = score_tx40(ours.pop("fit_predict"), target)
+    nominal = score_tx40(ours.pop("nominal_predict"), target)
     published = {
         k: parameter_value(list(reference), [v["value"] for v in reference.values()], k)
         for k in PARAMETER_KEYS
@@ -805,6 +893,36 @@ def tx40(args) -> dict:
                 fmt(s["end_split"]["relative_rms"]),
             )
         )
+    s = ours["scores"]
+    print(
+        row(
+            "workbench (identification.toml)",
+            50,
+            ours["base_parameters"],
+            ours["fit_rows"],
+            f"{ours['seconds']:.2f}",
+            "-",
+            "-",
+            fmt(s["in_sample"]["relative_rms"]),
+            fmt(s["cv5"]["relative_rms"]),
+            fmt(s["end_split"]["relative_rms"]),
+        )
+    )
+    print(
+        row(
+            "nominal: URDF + published drive parameters",
+            "-", "-", "-", "-", "-", "-",
+            fmt(nominal["in_sample"]["relative_rms"]),
+            fmt(nominal["cv5"]["relative_rms"]),
+            fmt(nominal["end_split"]["relative_rms"]),
+        )
+    )  # fmt: skip
+    cli = sorted(ours["cli_seconds"])
+    print(
+        f"\nworkbench calibrate --model staubli_tx40 --log .../identification.toml --kind "
+        f"dynamic, whole command (interpreter start, imports, reading, 6 fits, plots, URDF): "
+        f"median {cli[1]:.2f} s of 3 (min {cli[0]:.2f}, max {cli[2]:.2f})."
+    )
     print(
         f"\nTotal FIGAROH time (as shipped + original preprocessing, imports excluded): "
         f"{total:.2f} s. The first run in the process carries a one-time warm-up (~0.7 s here). "
@@ -823,6 +941,10 @@ def tx40(args) -> dict:
         ):
             values = runs[key]["scores"][fig]["per_joint_rms"]
             print(row(label, fig_label, *[f"{v:.3f}" for v in values]))
+    for label, scores in (("workbench", ours["scores"]), ("nominal", nominal)):
+        for fig, fig_label in (("in_sample", "in-sample"), ("cv5", "5-fold CV")):
+            values = scores[fig]["per_joint_rms"]
+            print(row(label, fig_label, *[f"{v:.3f}" for v in values]))
     print("\n5-fold CV, relative RMS of each fold\n")
     print(row("FIGAROH variant", *[f"fold {k}" for k in range(5)]))
     print(row(*["---"] * 6))
@@ -835,8 +957,8 @@ def tx40(args) -> dict:
         "* = regrouped base parameter (its expression, not the parameter alone; "
         "expressions may differ between the two)\n"
     )
-    print(row("parameter", "published", "published (WLS)", *variants.values()))
-    print(row(*["---"] * (3 + len(variants))))
+    print(row("parameter", "published", "published (WLS)", *variants.values(), "workbench"))
+    print(row(*["---"] * (4 + len(variants))))
 
     def cell(entry, key="value"):
         if entry is None:
@@ -850,6 +972,7 @@ def tx40(args) -> dict:
                 cell(published[k]),
                 cell(published[k], "value_wls"),
                 *[cell(runs[v]["parameters"][k]) for v in variants],
+                cell(ours["parameters"][k]),
             )
         )
     print("\nChecks and FIGAROH messages\n")
@@ -875,6 +998,8 @@ def tx40(args) -> dict:
         "total_seconds": total,
         "scored_rows": len(tx40_scored_rows(len(target))),
         "variants": {variants[k]: runs[k] for k in variants},
+        "workbench": ours,
+        "nominal": nominal,
         "published": published,
     }
 
@@ -1067,6 +1192,9 @@ def ur10(args) -> dict:
             )
             results[label] = scores
         check = convention_check(urdf, q, p, rpy)
+    ours = {}
+    for label, method in workbench_ur10().items():
+        ours[label] = score_ur10(method, p, rot)
 
     print(machine())
     import figaroh
@@ -1110,6 +1238,21 @@ def ur10(args) -> dict:
                 excluded,
             )
         )
+    for label, s in ours.items():
+        print(
+            row(
+                f"workbench, {label}"
+                + (" (camera and marker frames)" if label == "nominal" else ""),
+                "-",
+                f"{np.mean(s['loo_fit_seconds']):.3f}",
+                f"{s['loo_seconds_total']:.2f}",
+                f"{s['loo_position_rms']:.3e}",
+                f"{s['loo_orientation_rms']:.3e}",
+                f"{s['in_sample_position_rms']:.3e}",
+                f"{s['in_sample_orientation_rms']:.3e}",
+                "-",
+            )
+        )
     print(f"\nTotal FIGAROH time ({3 * (len(q) + 1)} fits, imports excluded): {total:.2f} s\n")
     print(
         "Orientation convention check (nominal URDF, free base and tip frames, best of 10 "
@@ -1132,6 +1275,7 @@ def ur10(args) -> dict:
         "poses": len(q),
         "coeff_regularize": coeff,
         "models": results,
+        "workbench": ours,
         "convention_check": check,
     }
 

@@ -172,7 +172,7 @@ def test_twist_noise_within_reported_std(iiwa, seed):
     from scipy.stats import chi2
 
     log, truth = simulate_log(iiwa, kind="twist", samples=1000, noise=2e-3, seed=seed)
-    fit = calibrate_twist(iiwa, log)
+    fit = calibrate_twist(iiwa, log, max_std=np.inf)  # every identifiable direction
     p = 6 * iiwa.n
     D = block_diag(*(-wb.lie.ad(fit.chain.twists)))  # d twists / d eta at the solution
     cov = D @ fit.covariance[:p, :p] @ D.T
@@ -185,6 +185,19 @@ def test_twist_noise_within_reported_std(iiwa, seed):
     assert d2 < chi2.ppf(0.999, seen.sum())
     outside = error - vectors[:, seen] @ z  # second order: |omega| stays 1
     assert np.linalg.norm(outside) < 1e-2 * np.linalg.norm(error)
+
+
+def test_twist_calibrates_only_what_the_log_determines(iiwa):
+    """Directions whose predicted standard deviation exceeds max_std stay at the nominal: with
+    more noise fewer directions are calibrated, and the reported std orders them."""
+    kept = []
+    for noise in (1e-3, 1e-1):
+        log, _ = simulate_log(iiwa, kind="twist", samples=1000, noise=noise, seed=3)
+        fit = calibrate_twist(iiwa, log, max_std=1e-3)
+        seen = fit.observability
+        assert np.all(np.diff(seen.std) >= 0) and seen.kept == np.sum(seen.std <= 1e-3)
+        kept.append(seen.kept)
+    assert kept[0] > kept[1]
 
 
 def test_report_files(iiwa, tmp_path):

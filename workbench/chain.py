@@ -198,6 +198,37 @@ class Chain:
             tool_frame=X[-1] @ self.tool_frame,
         )
 
+    def with_frames_near(self, reference: Chain) -> Chain:
+        """The same twists, each joint frame the reference's moved least onto its joint's axis.
+
+        A joint frame is fixed by its twist only up to motions that keep the
+        twist (rotation about and, for revolute joints, sliding along the
+        axis line). This picks the frame reached from ``reference``'s by the
+        smallest rotation taking the reference axis to this one (about their
+        common normal) and, for revolute joints, the translation to the point
+        of the new axis line nearest the rotated origin; kinematics and
+        dynamics do not change, and ``eta`` between the two chains holds only
+        twist-changing components. ``reference`` has the same joints.
+        """
+        local = np.zeros((self.n, 6))
+        revolute = np.array([k == REVOLUTE for k in self.joint_kinds])
+        local[revolute, :3] = self.axes[revolute]
+        local[~revolute, 3:] = self.axes[~revolute]
+        reference_axis = np.einsum("nij,nj->ni", reference.joint_frames[:, :3, :3], self.axes)
+        A = self.twists
+        axis = np.where(revolute[:, None], A[:, :3], A[:, 3:])
+        cross = np.cross(reference_axis, axis)
+        angle = np.arctan2(np.linalg.norm(cross, axis=1), np.sum(reference_axis * axis, axis=1))
+        norm = np.linalg.norm(cross, axis=1, keepdims=True)
+        unit = np.divide(cross, norm, out=np.zeros_like(cross), where=norm > 0)
+        frames = reference.joint_frames.copy()
+        frames[:, :3, :3] = lie.exp_so3(unit * angle[:, None]) @ frames[:, :3, :3]
+        origin = frames[:, :3, 3]
+        point = np.cross(A[:, :3], A[:, 3:])  # on the axis line: w x v for |w| = 1
+        along = np.sum((origin - point) * A[:, :3], axis=1, keepdims=True) * A[:, :3]
+        frames[revolute, :3, 3] = (point + along)[revolute]
+        return replace(self, joint_frames=frames)
+
     # ------------------------------------------------------------ Pinocchio
     @classmethod
     def from_pinocchio(cls, model, tool_frame: str | None = None) -> Chain:

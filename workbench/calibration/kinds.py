@@ -256,29 +256,18 @@ class TwistCalibrationProblem:
             "drive_parameters": dict(
                 zip(self.problem.terms.names, fit.model.drive.tolist(), strict=True)
             ),
-            "eta_observability": _observability(
-                fit.covariance[: 6 * n, : 6 * n], fit.subspace.basis[: 6 * n]
-            ),
+            "eta_observability": {
+                "max_std": fit.observability.max_std,
+                "calibrated_directions": fit.observability.kept,
+                "principal_std": fit.observability.std.tolist(),
+                "note": "standard deviations (rad, m) of the principal eta directions with the "
+                "inertial and drive parameters fitted too; only those below max_std move",
+            },
             **_eta_entries(fit.eta, std[:p], fit.subspace.null[:p], chain),
         }
         if self.options.inertial:
             summary["phi"] = fit.chain.phi.tolist()
         return summary
-
-
-def _observability(cov: Array, basis: Array) -> dict[str, Any]:
-    """Principal standard deviations of the joint-eta estimate within the identified directions."""
-    if basis.shape[1] == 0:
-        return {"directions": 0}
-    Q, _ = np.linalg.qr(basis)
-    values, vectors = np.linalg.eigh(Q.T @ cov @ Q)
-    std = np.sqrt(np.clip(values, 0.0, None))
-    return {
-        "directions": int(Q.shape[1]),
-        "principal_std": std.tolist(),
-        "principal_directions": (Q @ vectors).T.tolist(),
-        "below_1e-3": int(np.sum(std < 1e-3)),
-    }
 
 
 # --------------------------------------------------------------- kinematic

@@ -31,7 +31,11 @@ Identifiable directions: per joint, those that change its twist
 the SVD of the stacked Jacobian at the start (:func:`identifiable_subspace`).
 The device frame is *preferred*: a motion of all joint axes together is the
 same as moving the device, and is given to the device, so that the joints
-move only as much as the data require. Position-only data leave, e.g., a
+move only as much as the data require; after convergence the base frame,
+which nothing measured can fix, is set to the one in which the joint twists
+are closest to the nominal ones (:func:`_align_base`), and each joint frame
+is the nominal one moved least onto its calibrated axis
+(:meth:`Chain.with_frames_near`), so that eta holds only what changes twists. Position-only data leave, e.g., a
 marker's own rotation unseen; those directions are reported and kept.
 
 Position and rotation residuals are made commensurate by ``rotation_weight``
@@ -326,6 +330,28 @@ def _rotation_weight(problem: KinematicProblem, model: KinematicModel) -> float 
     return float(sp / sr)
 
 
+def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> KinematicModel:
+    """The same kinematics, expressed in the base frame closest to the nominal's.
+
+    With an unknown device frame, the robot's base frame is not observable:
+    moving it by G (twists ``Ad_G A_i``, markers ``G M``, device ``X
+    G^{-1}``) changes no prediction. The base is chosen to bring the joint
+    twists closest to the nominal ones (Gauss-Newton on G = exp(xi) for
+    ``sum_i |Ad_G A_i - A_i^nominal|^2``, with ``d(Ad_G A)/d xi = -ad_A``).
+    """
+    G = np.eye(4)
+    A = model.chain.twists
+    for _ in range(iterations):
+        moved = np.einsum("ij,nj->ni", lie.Ad(G), A)
+        J = -lie.ad(moved).reshape(-1, 6)  # (6 n, 6)
+        xi = np.linalg.lstsq(J, (nominal.twists - moved).ravel(), rcond=None)[0]
+        G = lie.exp_se3(xi) @ G
+        if np.linalg.norm(xi) < 1e-15:
+            break
+    chain = model.chain.with_eta(np.tile(lie.log_se3(G), model.chain.n + 1))
+    return KinematicModel(chain, model.device @ lie.inverse(G), G @ model.placements)
+
+
 def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> KinematicFit:
     start = problem.start(chain)
     _, J0 = problem.evaluate(start)
@@ -348,6 +374,9 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
         label="kinematic calibration",
     )
     model = solution.model
+    if not problem.device_known:
+        model = _align_base(model, chain)
+    model = replace(model, chain=model.chain.with_frames_near(chain))
     calibrated = model.chain
     tool = [k for k, m in enumerate(problem.markers) if m.frame in (None, chain.tool_name)]
     if tool:

@@ -58,8 +58,8 @@ class Log:
 
     Besides the samples: ``decimation`` and ``min_speed`` say how torque
     fits use them (parallel decimation factor; per-joint speed below which a
-    joint's torque row stays out of fits and its Coulomb friction is taken
-    as zero, since it is undefined at rest); ``border`` the decimated samples
+    joint's torque row stays out of fits and its Coulomb friction fades, since
+    it is undefined at rest); ``border`` the decimated samples
     dropped at each end, where filters see their padding;
     ``frame_known`` whether measured poses are in the robot base frame (else
     the measurement device's frame is estimated); ``columns`` where each

@@ -112,10 +112,16 @@ class TwistProblem:
         Z = self._equations(rows)[self._moving()]
         return Z[:, 0], Z[:, 1:]
 
-    def prior(self, chain: Chain) -> Array:
-        """Candidate directions: twist-changing eta, then all of phi and the drive parameters."""
+    def row_joints(self) -> np.ndarray:
+        """The joint of each fitted residual row of :meth:`evaluate`."""
+        return np.nonzero(self._moving())[1]
+
+    def prior(self, chain: Chain, eta: Array | None = None) -> Array:
+        """Candidate directions: twist-changing eta (or ``eta`` (m, k) combinations of those),
+        then all of phi and the drive parameters."""
         n = chain.n
-        blocks = [identifiable_eta_basis(chain)]
+        basis = identifiable_eta_basis(chain)
+        blocks = [basis if eta is None else basis @ eta]
         if self.inertial:
             blocks.append(np.eye(10 * n))
         blocks.append(np.eye(len(self.terms.names)))
@@ -133,6 +139,62 @@ class TwistProblem:
 
 
 @dataclass(frozen=True)
+class Observability:
+    """How well the log determines the twists, at the nominal model.
+
+    ``std`` (m,): standard deviations along the principal eta directions
+    ``directions`` (columns, in ``identifiable_eta_basis`` coordinates) once
+    inertial and drive parameters are fitted too (the Schur complement of
+    their columns), for the per-joint noise left by Gauss-Newton steps in
+    all parameters; the first ``kept`` directions (std <= ``max_std``) are
+    calibrated.
+    """
+
+    std: Array
+    directions: Array
+    kept: int
+    max_std: float
+
+
+def observability(
+    problem: TwistProblem, model: TwistModel, max_std: float, steps: int = 3
+) -> Observability:
+    """Principal eta directions and their standard deviations (see :class:`Observability`).
+
+    The per-joint noise is the residual after up to ``steps`` Gauss-Newton
+    steps in all parameters (numerically identifiable directions), so that
+    a model far from the data (a synthetic perturbation) is not mistaken for
+    noise; the directions and their information are those at ``model``.
+    """
+    chain = model.chain
+    p = 6 * (chain.n + 1)
+    r0, J0 = problem.evaluate(model)
+    joint = problem.row_joints()
+    residual, current = r0, model
+    for _ in range(steps):
+        r, J = problem.evaluate(current)
+        S = identifiable_subspace(J, problem.prior(current.chain)).basis
+        step = -S @ np.linalg.lstsq(J @ S, r, rcond=None)[0]
+        trial = problem.retract(current, step)
+        r_trial, _ = problem.evaluate(trial)
+        if r_trial @ r_trial >= residual @ residual:
+            break
+        residual, current = r_trial, trial
+    counts = np.maximum(np.bincount(joint, minlength=chain.n), 1)
+    sigma = np.sqrt(np.bincount(joint, residual**2, minlength=chain.n) / counts)
+    sigma = np.maximum(sigma, 1e-12 * max(float(np.abs(r0).max()), 1e-300))
+    E = J0[:, :p] @ identifiable_eta_basis(chain) / sigma[joint, None]
+    L = J0[:, p:] / sigma[joint, None]
+    Q, _ = np.linalg.qr(L)
+    marginal = E - Q @ (Q.T @ E)
+    values, vectors = np.linalg.eigh(marginal.T @ marginal)
+    std = 1.0 / np.sqrt(np.maximum(values, 1e-300))
+    order = np.argsort(std)
+    std, vectors = std[order], vectors[:, order]
+    return Observability(std, vectors, int(np.sum(std <= max_std)), max_std)
+
+
+@dataclass(frozen=True)
 class TwistFit:
     """A twist calibration: calibrated model, eta from the nominal and statistics."""
 
@@ -141,6 +203,7 @@ class TwistFit:
     covariance: Array  # of [eta, (phi), drive parameter] steps at the solution
     subspace: Subspace  # identifiable directions at the nominal
     solution: Solution
+    observability: Observability
 
     @property
     def chain(self) -> Chain:
@@ -157,13 +220,16 @@ def calibrate_twist(
     loss: str = "linear",
     f_scale: float = 1.0,
     rtol: float = 1e-8,
+    max_std: float = 1e-3,
     max_iterations: int = 50,
     progress: bool = False,
 ) -> TwistFit:
     """Estimate eta (and phi with ``inertial``) and the drive parameters from logged torques.
 
     ``log`` is a log or a prepared :class:`TwistProblem`; ``start`` the
-    initial drive parameters (zero by default).
+    initial drive parameters (zero by default). Only the eta directions the
+    log determines to ``max_std`` (rad and m, :func:`observability`) are
+    calibrated; the others stay at the nominal, and the fit reports them.
     """
     problem = log if isinstance(log, TwistProblem) else TwistProblem(log, inertial, drives)
     if problem.log.tau is None:
@@ -176,11 +242,14 @@ def calibrate_twist(
             f"{problem.log.source}: {J0.shape[0]} torque equations are too few to calibrate "
             "joint twists"
         )
-    nominal_subspace = identifiable_subspace(J0, problem.prior(chain), rtol=rtol)
+    seen = observability(problem, model, max_std)
+    eta = seen.directions[:, : seen.kept]
+    nominal_subspace = identifiable_subspace(J0, problem.prior(chain, eta), rtol=rtol)
     rank = nominal_subspace.basis.shape[1]
 
     def subspace(model: TwistModel, J: Array) -> Array:
-        return identifiable_subspace(J, problem.prior(model.chain), rank=rank, rtol=rtol).basis
+        prior = problem.prior(model.chain, eta)
+        return identifiable_subspace(J, prior, rank=rank, rtol=rtol).basis
 
     solution = lm(
         model,
@@ -199,4 +268,5 @@ def calibrate_twist(
         covariance=solution.covariance,
         subspace=nominal_subspace,
         solution=solution,
+        observability=seen,
     )
