@@ -52,7 +52,7 @@ def scene(iiwa, tmp_path_factory):
 
 
 def marker_log(iiwa, scene, samples: int, seed: int, noise: float = 0.0) -> Log:
-    truth, urdf, device, flange, link4 = scene
+    _, urdf, device, flange, link4 = scene
     _, q, _, _ = exciting_trajectory(iiwa, samples, dt=0.05, seed=seed)
     rng = np.random.default_rng(seed + 100)
     T_flange = world(device, pinocchio_poses(urdf, iiwa.tool_name, flange, q))
@@ -90,7 +90,7 @@ def test_device_and_marker_frames_recovered_exactly(iiwa, scene):
 def test_device_frame_is_preferred_over_joint_motion(iiwa, scene):
     """A common motion of all joint axes equals a device motion; it goes to the device, so
     with the nominal kinematics (truth = nominal) the joint twists do not move at all."""
-    truth, _, device, flange, _ = scene
+    _, _, device, flange, _ = scene
     _, q, _, _ = exciting_trajectory(iiwa, 200, dt=0.05, seed=3)
     T = device @ wb.calibration.kinematic.forward_kinematics(iiwa, q) @ flange
     log = Log(t=0.05 * np.arange(200), q=q, frame_known=False,
@@ -110,6 +110,6 @@ def test_noisy_markers_within_reported_std(iiwa, scene):
     assert 0.9 < fit.solution.sigma / noise < 1.1
     assert 0.5 < fit.rotation_weight < 2.0  # the same noise in m and rad: a weight near 1
     held_out = KinematicProblem.from_log(marker_log(iiwa, scene, 200, seed=5))
-    (p, _), (p4, _) = held_out.predict(fit.model)
+    (p, _), _ = held_out.predict(fit.model)
     error = np.linalg.norm(p - held_out.markers[0].position, axis=1)
     assert np.sqrt(np.mean(error**2)) < 3 * noise

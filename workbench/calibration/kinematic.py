@@ -35,8 +35,9 @@ move only as much as the data require; after convergence the base frame,
 which nothing measured can fix, is set to the one in which the joint twists
 are closest to the nominal ones (:func:`_align_base`), and each joint frame
 is the nominal one moved least onto its calibrated axis
-(:meth:`Chain.with_frames_near`), so that eta holds only what changes twists. Position-only data leave, e.g., a
-marker's own rotation unseen; those directions are reported and kept.
+(:meth:`Chain.with_frames_near`), so that eta holds only what changes twists.
+Position-only data leave, e.g., a marker's own rotation unseen; those
+directions are reported and kept.
 
 Position and rotation residuals are made commensurate by ``rotation_weight``
 (metres per radian); by default it is estimated from the data: a first fit

@@ -22,15 +22,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from workbench import inertia, lie
+from workbench.calibration.kinds import kind as calibration_kind
 from workbench.calibration.kinematic import forward_kinematics
 from workbench.calibration.logs import Log
 from workbench.chain import Chain
 from workbench.differential_dynamics import identifiable_eta_basis
 from workbench.dynamics import inverse_dynamics
-from workbench.errors import WorkbenchError
 from workbench.lie import Array
-
-KINDS = ("kinematic", "twist", "dynamic")
 
 
 @dataclass(frozen=True)
@@ -106,13 +104,12 @@ def simulate_log(
     ``kind`` chooses what is measured: tool poses (kinematic) or joint
     torques (twist, dynamic); q, dq and ddq are always logged exactly.
     """
-    if kind not in KINDS:
-        raise WorkbenchError(f"unknown log kind '{kind}'; choose one of {', '.join(KINDS)}")
+    spec = calibration_kind(kind)
     truth = perturbed_truth(chain, kind, perturb, friction, seed=seed + 1)
     t, q, dq, ddq = exciting_trajectory(chain, samples, dt, seed=seed)
     rng = np.random.default_rng(seed + 2)
     position = quaternion = tau = None
-    if kind == "kinematic":
+    if "position" in spec.requires:
         T = forward_kinematics(truth.chain, q)
         position = T[:, :3, 3] + rng.normal(scale=noise, size=(samples, 3))
         if orientation:

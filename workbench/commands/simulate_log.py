@@ -15,9 +15,11 @@ HELP = "write a synthetic calibration log (and its ground truth) for trying cali
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from workbench.calibration.kinds import KINDS
+
     parser.add_argument("model", metavar="MODEL", help="model name or URDF path")
     parser.add_argument("--out", required=True, metavar="FILE", help="log file (.csv or .npz)")
-    parser.add_argument("--kind", default="kinematic", choices=("kinematic", "twist", "dynamic"))
+    parser.add_argument("--kind", default="kinematic", choices=tuple(KINDS))
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
     parser.add_argument("--perturb", type=float, default=1e-2, metavar="SCALE")
     parser.add_argument("--noise", type=float, default=0.0, metavar="SIGMA")
