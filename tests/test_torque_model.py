@@ -53,7 +53,7 @@ def split_name(name: str) -> tuple[str, int]:
 
 def drive_values(model: TorqueModel, seed: int) -> np.ndarray:
     """Random drive parameters in model.drives.names order (the TX40's: its shipped file)."""
-    if model.chain.name and model.drives.transmission is not None:
+    if model.drives.transmission is not None:
         _, values = read_drive_file(TX40 / "tx40.drives.toml", 6)
         return np.array([values[name] for name in model.drives.names])
     return np.random.default_rng(seed).uniform(0.1, 2.0, size=len(model.drives.names))

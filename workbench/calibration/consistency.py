@@ -11,7 +11,7 @@ its rotor inertias and friction coefficients are non-negative.
     s.t. J_i(x) - delta 1 positive definite (all links),  x_k > 0 (rotor inertias, friction),
 
 the model the data find most likely among the consistent ones. ``eps`` is
-1e-6 of the data's weakest curvature, so it decides only among equally
+1e-10 of the data's weakest curvature, so it decides only among equally
 likely models: the one closest to the nominal ``x0`` in units ``s`` of each
 parameter's nominal size. ``delta = 1e-9`` keeps the pseudo-inertias
 definite.
@@ -77,7 +77,7 @@ def consistent_fit(
     x0: Array,
     beta: Array,
     covariance: Array,
-    eps: float = 1e-6,
+    eps: float = 1e-10,
     tolerance: float = 1e-10,
 ) -> ConsistentFit:
     """The consistent x most likely under the estimate ``beta`` (module docstring)."""
@@ -90,13 +90,15 @@ def consistent_fit(
     weakest = curvature[curvature > 1e-12 * curvature[-1]].min()
     H += eps * weakest * np.eye(model.size)
     g = B.T @ information @ beta + eps * weakest * (x0 / scale)
-    c = beta @ information @ beta / 2 + eps * weakest * (x0 / scale) @ (x0 / scale) / 2
+    w0 = x0 / scale
     A = pseudo_inertia_map(model) * scale  # (n, 16, P) in w
     drive = np.flatnonzero(non_negative(model))
     m = 4 * A.shape[0] + drive.size
 
     def objective(w: Array) -> float:
-        return float(w @ H @ w / 2 - g @ w + c)
+        """f in residual form (no cancellation between large terms)."""
+        r = B @ w - beta
+        return float(r @ information @ r / 2 + eps * weakest * (w - w0) @ (w - w0) / 2)
 
     At = np.swapaxes(A, 1, 2)
 

@@ -86,6 +86,7 @@ Sections and keys (every key is checked; unknown keys are errors):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,7 +100,7 @@ from workbench.calibration.samples import Defaults, Log, Marker
 from workbench.calibration.tables import Table, read_table
 from workbench.chain import PRISMATIC, Chain
 from workbench.config import Section, read_toml
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
 
 _ANGLE = {"rad": 1.0, "deg": np.pi / 180.0}
@@ -171,6 +172,11 @@ def read_description(path: str | Path, chain: Chain, *, drop_bad_rows: bool = Fa
     dropped = tuple(sorted({d for table in tables for d in table.dropped}, key=lambda d: d.line))
     differentiated = dq is None
     decimation, min_speed, border = 1, None, 0
+    if dt is None and processing.table:
+        raise WorkbenchError(
+            f"{path}: [processing] filters a time series; this description has no [time] "
+            "(a set of static poses): add [time] or remove [processing]"
+        )
     if dt is not None:
         q, dq, ddq, decimation, min_speed, border = _process(
             processing, chain, q, dq, dt, str(path)
@@ -323,7 +329,10 @@ def _check_invertible(R: Array, where: str) -> None:
 def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain):
     name = section.string("name", f"marker_{section.name.rsplit('[', 1)[-1].rstrip(']')}")
     frame = section.string("frame", chain.tool_name)
-    chain.placement_of(frame)  # an error naming the frame if the model has none
+    try:
+        chain.placement_of(frame)
+    except WorkbenchError as exc:
+        raise WorkbenchError(f"{section.where('frame')}: {exc}") from None
     table = reader.table(section, default=positions.table.get("file", ""))
     position = rotation = None
     where = str(table.path)
@@ -348,7 +357,14 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
 
 
 def _rotation(values: Array, kind: str, section: Section) -> Array:
-    unit = _ANGLE[section.string("rotation_unit", "rad", choices=tuple(_ANGLE))]
+    if kind.startswith("quaternion"):
+        if "rotation_unit" in section:
+            raise WorkbenchError(
+                f"{section.where('rotation_unit')}: quaternions have no angle unit; "
+                "rotation_unit applies to rotation_vector and rpy"
+            )
+    else:
+        unit = _ANGLE[section.string("rotation_unit", "rad", choices=tuple(_ANGLE))]
     if kind == "rotation_vector":
         return lie.exp_so3(values * unit)
     if kind == "rpy":
@@ -432,6 +448,13 @@ def _process(section: Section, chain: Chain, q: Array, dq: Array | None, dt: flo
             f"{rate:g} Hz"
         )
     decimation = max(1, round(rate / target))
+    if abs(rate / decimation - target) > 1e-6 * target:
+        warnings.warn(
+            f"{section.where('decimate_to_hz')} = {target:g} Hz: the sample rate {rate:g} Hz "
+            f"allows whole factors only; decimating by {decimation} to {rate / decimation:g} Hz",
+            WorkbenchWarning,
+            stacklevel=2,
+        )
     needed = signals.minimum_samples(decimation, order)
     if q.shape[0] < needed:
         raise WorkbenchError(

@@ -123,7 +123,8 @@ def minimum_samples(factor: int, order: int = 4) -> int:
     At least ten decimated samples must remain after dropping :func:`border`
     at both ends.
     """
-    return max((10 + 2 * border(factor, order)) * factor, filter_length(order) + 1)
+    # ceil(m / factor) outputs: (9 + 2 border) factor + 1 samples give 10 + 2 border of them
+    return max((9 + 2 * border(factor, order)) * factor + 1, filter_length(order) + 1)
 
 
 def border(factor: int, order: int = 4) -> int:
