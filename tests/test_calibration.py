@@ -261,3 +261,28 @@ def test_recovery_10000_samples(iiwa, kind):
     assert report.summary["rms"]["validation_after"] < 1e-8
     if kind != "dynamic":
         assert np.abs(report.chain.twists - truth.chain.twists).max() < 1e-8
+
+
+def test_known_payload_is_taken_off(iiwa):
+    """Torques logged with a payload on the last link (Pinocchio's rnea on the robot with the
+    payload appended): declaring the payload gives the robot's own base parameters."""
+    from dataclasses import replace as copy_with
+
+    from workbench.calibration.samples import Log
+
+    link = iiwa.n - 1
+    phi = wb.inertia.phi_from_com(2.0, np.array([0.01, -0.02, 0.08]), np.diag([0.01, 0.012, 0.004]))
+    model = iiwa.to_pinocchio()
+    model.appendBodyToJoint(
+        link + 1, pin.Inertia.FromDynamicParameters(wb.inertia.phi_to_pinocchio(phi)),
+        pin.SE3.Identity(),
+    )  # fmt: skip
+    data = model.createData()
+    t, q, dq, ddq = exciting_trajectory(iiwa, 400, dt=0.02, seed=8)
+    tau = np.array([pin.rnea(model, data, *s).copy() for s in zip(q, dq, ddq, strict=True)])
+    log = Log(t=t, q=q, dq=dq, ddq=ddq, tau=tau, joint_names=iiwa.joint_names)
+    fit = calibrate_dynamic(iiwa, copy_with(log, payload=(link, phi)))
+    beta = fit.base.matrix @ TorqueModel(iiwa, fit.model.drives).values()
+    assert np.abs(fit.beta - beta).max() < 1e-8 * np.abs(beta).max()
+    without = calibrate_dynamic(iiwa, log)  # not declared: the payload lands in link 7
+    assert np.abs(without.beta - beta).max() > 1e-3 * np.abs(beta).max()

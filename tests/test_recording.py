@@ -591,3 +591,25 @@ def test_processing_without_time_says_it_needs_a_time_base(tmp_path, planar):
     the error should say so instead of calling lowpass_hz an unknown key."""
     message = expect_error(tmp_path, planar, GOOD + "[processing]\nlowpass_hz = 10.0\n", None)
     assert "[time]" in message and "known: none" not in message, message
+
+
+def test_payload_section(tmp_path, planar):
+    """[model.payload]: phi about the link's joint frame from mass, COM and inertia about the
+    COM (parallel-axis theorem written out here); an unknown link is an error naming it."""
+    write_table(tmp_path / "q.csv", ["a", "b"], static_poses(planar, 20, seed=3))
+    base = '[positions]\nfile = "q.csv"\ncolumns = ["a", "b"]\n'
+    payload = (
+        "[model.payload]\nmass = 1.5\ncom = [0.1, 0.0, 0.02]\n"
+        "inertia = [0.01, 0.02, 0.03, 0.0, 0.001, 0.0]\n"
+    )
+    log = read_log(write_description(tmp_path, base + payload), planar)
+    link, phi = log.payload
+    c = np.array([0.1, 0.0, 0.02])
+    I_com = np.array([[0.01, 0.0, 0.001], [0.0, 0.02, 0.0], [0.001, 0.0, 0.03]])
+    I_origin = I_com + 1.5 * (c @ c * np.eye(3) - np.outer(c, c))
+    assert link == planar.n - 1 and phi[0] == 1.5
+    np.testing.assert_allclose(phi[1:4], 1.5 * c, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(wb.inertia.rotational_inertia(phi), I_origin, rtol=0, atol=1e-15)
+    bad = base + payload.replace("[model.payload]\n", '[model.payload]\nlink = "nope"\n')
+    with pytest.raises(wb.WorkbenchError, match=r"\[model.payload\] link = 'nope'"):
+        read_log(write_description(tmp_path, bad, "bad.toml"), planar)

@@ -7,8 +7,9 @@ parameters ``beta`` so that ``tau = W_base beta`` has a unique solution.
 Equations (:func:`torque_equations`): the base regressor and the torques at
 every logged sample; with a log description, both go through the same
 anti-aliasing filter before decimation ("parallel decimation", Gautier), the
-filters' borders are dropped, and joint rows slower than the log's
-``min_speed`` stay out of the fit (not out of validation).
+filters' borders are dropped, joint rows slower than the log's
+``min_speed`` stay out of the fit (not out of validation), and the torques of
+a known payload (the log's ``payload``) are taken off the measured ones.
 
 Fit (:func:`fit_equations`): weighted least squares with one weight per
 joint, ``1 / sigma_j``, where ``sigma_j^2 = |r_j|^2 / (m_j - b)`` comes from
@@ -43,6 +44,7 @@ from workbench.calibration.torque_model import BaseParameters, TorqueModel, base
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.regressor import regressor_columns
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ def torque_equations(model: TorqueModel, base: BaseParameters, log: Log) -> Torq
     def rows(start: int, stop: int) -> Array:
         s = slice(start, stop)
         X = model.columns(log.q[s], log.dq[s], log.ddq[s], select=base.independent)
-        return np.concatenate([X, log.tau[s, :, None]], axis=2)
+        tau = log.tau[s] - payload_torques(model.chain, log, s)
+        return np.concatenate([X, tau[:, :, None]], axis=2)
 
     Z = signals.decimate_blocks(rows, len(log), log.decimation)
     keep = slice(log.border, Z.shape[0] - log.border)
@@ -74,6 +77,17 @@ def torque_equations(model: TorqueModel, base: BaseParameters, log: Log) -> Torq
     dq = log.dq[:: log.decimation][keep]
     fit = np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
     return TorqueEquations(t, Z[keep, :, :-1], Z[keep, :, -1], fit)
+
+
+def payload_torques(chain: Chain, log: Log, rows: slice) -> Array:
+    """Joint torques (m, n) of the log's known payload at the samples ``rows`` (0 if none)."""
+    if log.payload is None:
+        return np.zeros_like(log.tau[rows])
+    link, phi = log.payload
+    Y = regressor_columns(
+        chain, log.q[rows], log.dq[rows], log.ddq[rows], 10 * link + np.arange(10)
+    )
+    return Y @ phi
 
 
 @dataclass(frozen=True)

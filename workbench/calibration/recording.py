@@ -78,7 +78,12 @@ Sections and keys (every key is checked; unknown keys are errors):
     rows slower than this are left out of torque fits (Coulomb friction is
     undefined at rest). See :mod:`workbench.calibration.signals`.
 ``[model]``
-    ``terms``: torque-model terms (:mod:`workbench.calibration.drives`).
+    ``terms``: torque-model terms (:mod:`workbench.calibration.drives`);
+    ``[model.payload]``: a known body carried while logging (``link``,
+    default the last; ``mass`` in kg, ``com`` in m and ``inertia`` =
+    [ixx, iyy, izz, ixy, ixz, iyz] about the centre of mass in kg m^2, both in
+    the link's joint frame); its torques are taken off the measured ones, so
+    the identified parameters are the robot's own.
 ``[validation]``
     ``folds`` (contiguous blocks in time; "leave-one-out" for one sample
     per fold) or ``fraction`` (held out at the end).
@@ -92,7 +97,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench import lie
+from workbench import inertia, lie
 from workbench.calibration import signals
 from workbench.calibration.drives import TERMS
 from workbench.calibration.plausibility import check_channels
@@ -159,6 +164,7 @@ def read_description(path: str | Path, chain: Chain, *, drop_bad_rows: bool = Fa
     t, dt = _time(reader, time, q.shape[0], rows[id(q_table)], q_table)
     processing = top.section("processing")
     model = top.section("model")
+    payload = _payload(model.section("payload"), chain)
     terms = model.strings("terms", None)
     if terms is not None:
         unknown = [t for t in terms if t not in TERMS]
@@ -203,6 +209,7 @@ def read_description(path: str | Path, chain: Chain, *, drop_bad_rows: bool = Fa
         columns=columns,
         defaults=defaults,
         transmission=transmission.position if transmission is not None else None,
+        payload=payload,
     )
 
 
@@ -483,6 +490,24 @@ def _process(section: Section, chain: Chain, q: Array, dq: Array | None, dt: flo
         )
         threshold = fraction * limit
     return q, dq, ddq, decimation, threshold, signals.border(decimation, order)
+
+
+def _payload(section: Section, chain: Chain) -> tuple[int, Array] | None:
+    """(link, phi in its joint frame) of a known payload, or None."""
+    if not section.table:
+        return None
+    link_name = section.string("link", chain.link_names[-1])
+    if link_name not in chain.link_names:
+        raise WorkbenchError(
+            f"{section.where('link')} = {link_name!r} is not a moving link; the links are "
+            f"{', '.join(chain.link_names)}"
+        )
+    mass = section.number("mass", positive=True)
+    com = section.array("com", np.zeros(3), shape=(3,))
+    ixx, iyy, izz, ixy, ixz, iyz = section.array("inertia", np.zeros(6), shape=(6,))
+    inertia_com = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    section.done()
+    return chain.link_names.index(link_name), inertia.phi_from_com(mass, com, inertia_com)
 
 
 def _defaults(section: Section, terms: list[str] | None) -> Defaults:

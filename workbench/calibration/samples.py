@@ -65,7 +65,9 @@ class Log:
     the measurement device's frame is estimated); ``columns`` where each
     quantity came from (for messages); ``defaults`` what a log description
     asked for; ``transmission`` the motor-from-joint matrix R (``q_motor = R
-    q``) when the log description gives one (coupled-motor terms need it).
+    q``) when the log description gives one (coupled-motor terms need it);
+    ``payload`` a known body the robot carried while logging: the link it
+    was attached to and its phi in that link's joint frame (project order).
     """
 
     t: Array  # (N,)
@@ -85,6 +87,7 @@ class Log:
     border: int = 0
     min_speed: Array | None = None  # (n,)
     transmission: Array | None = None  # (n, n) motor-from-joint matrix of the drives
+    payload: tuple[int, Array] | None = None  # (link, phi in its joint frame) carried while logged
     columns: dict[str, str] = field(default_factory=dict)
     defaults: Defaults = field(default_factory=Defaults)
 
