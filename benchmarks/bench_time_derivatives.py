@@ -20,8 +20,8 @@ import pinocchio as pin
 from timing import machine, median_seconds, row
 
 import workbench as wb
-from workbench.dynamics import pinocchio_model
-from workbench.higher_order_dynamics import time_derivatives
+from workbench.dynamics.inverse_dynamics import pinocchio_model
+from workbench.dynamics.time_derivatives import time_derivatives
 
 H = 1e-3
 

@@ -33,7 +33,7 @@ from timing import machine, median_seconds, row
 import workbench as wb
 from tests.casadi_reference import inverse_dynamics_function
 from workbench import spatial_kernels
-from workbench.differential_dynamics import (
+from workbench.dynamics.derivatives import (
     rnea_derivatives,
     rnea_derivatives_pinocchio,
     twist_derivatives,

@@ -32,7 +32,7 @@ def machine() -> str:
     import numpy
     import pinocchio
 
-    from workbench.spatial_kernels import available_cores
+    from workbench.dynamics.kernels import available_cores
 
     return (
         f"{platform.processor() or platform.machine()}, {available_cores()} "

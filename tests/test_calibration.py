@@ -12,7 +12,6 @@ from scipy.linalg import block_diag
 import workbench as wb
 from workbench.calibration.drives import Drives
 from workbench.calibration.dynamic import calibrate_dynamic
-from workbench.calibration.eta import twist_covariance
 from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
 from workbench.calibration.report import calibrate, write_report
 from workbench.calibration.simulate import exciting_trajectory, simulate_log
@@ -20,6 +19,7 @@ from workbench.calibration.torque_model import TorqueModel
 from workbench.calibration.twist import calibrate_twist
 from workbench.calibration.validation import EndSplit
 from workbench.cli import main
+from workbench.eta import twist_covariance
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_kinematic_recovers_truth(iiwa, tmp_path):
     assert fit.subspace.basis.shape[1] < 6 * (iiwa.n + 1) - 2 * iiwa.n
     urdf = fit.chain.to_urdf(tmp_path / "calibrated.urdf")
     q, _, _ = held_out_states(iiwa)
-    expected = wb.calibration.kinematic.forward_kinematics(truth.chain, q)[:, :3, 3]
+    expected = wb.dynamics.kinematics.forward_kinematics(truth.chain, q)[:, :3, 3]
     assert np.abs(pinocchio_positions(urdf, iiwa.tool_name, q) - expected).max() < 1e-8
 
 

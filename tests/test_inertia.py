@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 import workbench as wb
 from tests.conftest import random_state
 from workbench import inertia, lie
-from workbench.regressor import torque_regressor
+from workbench.dynamics.regressor import torque_regressor
 
 
 @pytest.fixture

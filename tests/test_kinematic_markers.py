@@ -92,7 +92,7 @@ def test_device_frame_is_preferred_over_joint_motion(iiwa, scene):
     with the nominal kinematics (truth = nominal) the joint twists do not move at all."""
     _, _, device, flange, _ = scene
     _, q, _, _ = exciting_trajectory(iiwa, 200, dt=0.05, seed=3)
-    T = device @ wb.calibration.kinematic.forward_kinematics(iiwa, q) @ flange
+    T = device @ wb.dynamics.kinematics.forward_kinematics(iiwa, q) @ flange
     log = Log(t=0.05 * np.arange(200), q=q, frame_known=False,
               markers=(Marker("flange", None, T[:, :3, 3], T[:, :3, :3]),))  # fmt: skip
     fit = calibrate_kinematic(iiwa, KinematicProblem.from_log(log))

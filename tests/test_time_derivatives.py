@@ -12,14 +12,14 @@ import pytest
 
 import workbench as wb
 from tests.casadi_reference import inverse_dynamics_function
-from workbench.dynamic_matrices import (
+from workbench.dynamics.inverse_dynamics import pinocchio_model
+from workbench.dynamics.matrices import (
     coriolis_matrix,
     gravity_torques,
     mass_matrix,
     task_space_dynamics,
 )
-from workbench.dynamics import pinocchio_model
-from workbench.higher_order_dynamics import (
+from workbench.dynamics.time_derivatives import (
     flexible_joint_motor_trajectory,
     mass_matrix_derivatives,
     time_derivatives,

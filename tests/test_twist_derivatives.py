@@ -11,14 +11,13 @@ import workbench as wb
 from tests.casadi_reference import inverse_dynamics_function
 from tests.conftest import random_state
 from tests.pinocchio_reference import rnea, tool_fext
-from workbench.differential_dynamics import (
+from workbench.dynamics.derivatives import (
     forward_dynamics_derivatives,
-    identifiable_eta_basis,
     rnea_derivatives,
     rnea_derivatives_pinocchio,
     twist_derivatives,
-    twist_null_directions,
 )
+from workbench.eta import identifiable_eta_basis, twist_null_directions
 
 ARMS_AND_TREE = ("iiwa", "ur5", "panda_arm", "talos_upper_body")
 

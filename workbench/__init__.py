@@ -29,6 +29,8 @@ __version__ = "0.1.0"
 
 _LAZY_SUBMODULES = {
     "calibration",
+    "dynamics",
+    "eta",
     "fivebar",
     "inertia",
     "lie",
@@ -39,18 +41,18 @@ _LAZY_SUBMODULES = {
 }
 _LAZY_ATTRIBUTES = {
     "Chain": "workbench.chain",
-    "inverse_dynamics": "workbench.dynamics",
-    "twist_derivatives": "workbench.differential_dynamics",
-    "rnea_derivatives": "workbench.differential_dynamics",
-    "forward_dynamics_derivatives": "workbench.differential_dynamics",
-    "identifiable_eta_basis": "workbench.differential_dynamics",
-    "time_derivatives": "workbench.higher_order_dynamics",
-    "mass_matrix_derivatives": "workbench.higher_order_dynamics",
-    "flexible_joint_motor_trajectory": "workbench.higher_order_dynamics",
-    "mass_matrix": "workbench.dynamic_matrices",
-    "coriolis_matrix": "workbench.dynamic_matrices",
-    "gravity_torques": "workbench.dynamic_matrices",
-    "task_space_dynamics": "workbench.dynamic_matrices",
+    "inverse_dynamics": "workbench.dynamics.inverse_dynamics",
+    "twist_derivatives": "workbench.dynamics.derivatives",
+    "rnea_derivatives": "workbench.dynamics.derivatives",
+    "forward_dynamics_derivatives": "workbench.dynamics.derivatives",
+    "identifiable_eta_basis": "workbench.eta",
+    "time_derivatives": "workbench.dynamics.time_derivatives",
+    "mass_matrix_derivatives": "workbench.dynamics.time_derivatives",
+    "flexible_joint_motor_trajectory": "workbench.dynamics.time_derivatives",
+    "mass_matrix": "workbench.dynamics.matrices",
+    "coriolis_matrix": "workbench.dynamics.matrices",
+    "gravity_torques": "workbench.dynamics.matrices",
+    "task_space_dynamics": "workbench.dynamics.matrices",
 }
 
 __all__ = [

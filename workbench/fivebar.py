@@ -50,8 +50,8 @@ from numpy.typing import ArrayLike
 from workbench import lie
 from workbench.arrays import as_samples
 from workbench.chain import Chain
-from workbench.differential_dynamics import rnea_derivatives, twist_derivatives
-from workbench.dynamics import inverse_dynamics
+from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -428,7 +428,7 @@ class FiveBar:
         The tree's joint torque regressor (Pinocchio, project phi order, base
         frame at home) mapped by ``[I J_p^T]`` like the torques themselves.
         """
-        from workbench.regressor import torque_regressor
+        from workbench.dynamics.regressor import torque_regressor
 
         q, batched = self._samples(q, "q")
         dq, _ = self._samples(dq, "dq")

@@ -42,9 +42,9 @@ from workbench.calibration.samples import Log
 from workbench.calibration.solver import irls_weights
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.chain import Chain
+from workbench.dynamics.regressor import regressor_columns
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.regressor import regressor_columns
 
 
 @dataclass(frozen=True)

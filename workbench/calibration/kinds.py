@@ -31,7 +31,6 @@ import numpy as np
 from workbench import lie
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
 from workbench.calibration.dynamic import fit_equations, torque_equations
-from workbench.calibration.eta import twist_covariance
 from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
 from workbench.calibration.samples import Log
 from workbench.calibration.torque_model import TorqueModel, base_parameters
@@ -39,6 +38,7 @@ from workbench.calibration.twist import TwistProblem, calibrate_twist
 from workbench.calibration.validation import relative_rms
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
+from workbench.eta import twist_covariance
 from workbench.lie import Array
 
 

@@ -23,11 +23,11 @@ import numpy as np
 
 from workbench import inertia, lie
 from workbench.calibration.kinds import kind as calibration_kind
-from workbench.calibration.kinematic import forward_kinematics
 from workbench.calibration.logs import Log
 from workbench.chain import Chain
-from workbench.differential_dynamics import identifiable_eta_basis
-from workbench.dynamics import inverse_dynamics
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.dynamics.kinematics import forward_kinematics
+from workbench.eta import identifiable_eta_basis
 from workbench.lie import Array
 
 

@@ -35,9 +35,9 @@ import numpy as np
 from workbench import inertia
 from workbench.calibration.drives import Drives
 from workbench.chain import Chain
+from workbench.dynamics.regressor import regressor_columns
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.regressor import regressor_columns
 
 STANDARD = ("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz", "mx", "my", "mz", "m")
 # project phi order [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz] -> standard order

@@ -28,16 +28,16 @@ from scipy.linalg import block_diag
 from workbench import inertia
 from workbench.calibration import signals
 from workbench.calibration.drives import Drives
-from workbench.calibration.eta import eta_between
 from workbench.calibration.samples import Log
 from workbench.calibration.solver import Solution, Subspace, identifiable_subspace
 from workbench.calibration.solver import levenberg_marquardt as lm
 from workbench.chain import Chain
-from workbench.differential_dynamics import identifiable_eta_basis, twist_derivatives
-from workbench.dynamics import inverse_dynamics
+from workbench.dynamics.derivatives import twist_derivatives
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.dynamics.regressor import torque_regressor
 from workbench.errors import WorkbenchError
+from workbench.eta import eta_between, identifiable_eta_basis
 from workbench.lie import Array
-from workbench.regressor import torque_regressor
 
 
 @dataclass(frozen=True)

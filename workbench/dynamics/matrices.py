@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from workbench import lie
 from workbench.arrays import as_samples, broadcast_samples, same_batch
 from workbench.chain import Chain
-from workbench.dynamics import pinocchio_model
+from workbench.dynamics.inverse_dynamics import pinocchio_model
 from workbench.lie import Array
 
 

@@ -74,11 +74,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from workbench import lie
-from workbench import spatial_kernels as sk
 from workbench.arrays import as_samples
 from workbench.chain import Chain
-from workbench.dynamics import (
+from workbench.dynamics import kernels as sk
+from workbench.dynamics.inverse_dynamics import (
     add_tool_wrench,
     check_state,
     kernel_model,
@@ -453,40 +452,3 @@ def rnea_derivatives_pinocchio(
         out[2, s] = data.M
     M = np.triu(out[2]) + np.swapaxes(np.triu(out[2], 1), -1, -2)
     return out[0], out[1], M
-
-
-def twist_null_directions(chain: Chain) -> list[Array]:
-    """Per joint, an orthonormal basis (6, k) of the eta directions with ``ad_{A_i} eta = 0``.
-
-    They leave the joint twist unchanged (seed 000 eq. 8: dA = -ad_A d eta):
-    k = 2 for a revolute joint (the twist itself and a translation along the
-    axis), k = 4 for a prismatic one (rotations about the axis direction and
-    all translations).
-    """
-    bases = []
-    for A in chain.twists:
-        _, s, Vt = np.linalg.svd(lie.ad(A))
-        bases.append(Vt[s <= 1e-9 * max(1.0, s[0])].T)
-    return bases
-
-
-def identifiable_eta_basis(chain: Chain) -> Array:
-    """Orthonormal basis (6(n+1), m) of the eta directions that change some twist.
-
-    Block diagonal: per joint the complement of :func:`twist_null_directions`,
-    and all six tool-frame directions. ``eta = basis @ z`` parameterises a
-    calibration without the directions the torques cannot see.
-    """
-    blocks = []
-    for A in chain.twists:
-        _, s, Vt = np.linalg.svd(lie.ad(A))
-        blocks.append(Vt[s > 1e-9 * max(1.0, s[0])].T)
-    blocks.append(np.eye(6))
-    rows = 6 * (chain.n + 1)
-    cols = sum(b.shape[1] for b in blocks)
-    basis = np.zeros((rows, cols))
-    c = 0
-    for j, b in enumerate(blocks):
-        basis[6 * j : 6 * j + 6, c : c + b.shape[1]] = b
-        c += b.shape[1]
-    return basis

@@ -55,7 +55,7 @@ from numpy.typing import ArrayLike
 from workbench import lie
 from workbench.arrays import as_samples, broadcast_samples, same_batch
 from workbench.chain import REVOLUTE, Chain
-from workbench.dynamics import check_state
+from workbench.dynamics.inverse_dynamics import check_state
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 

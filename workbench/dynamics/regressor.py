@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from workbench import lie
 from workbench.chain import Chain
-from workbench.dynamics import check_state, pinocchio_model
+from workbench.dynamics.inverse_dynamics import check_state, pinocchio_model
 from workbench.inertia import motion_matrix, phi_from_pinocchio
 from workbench.lie import Array
 

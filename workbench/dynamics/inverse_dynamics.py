@@ -18,9 +18,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from workbench import spatial_kernels as sk
 from workbench.arrays import as_samples, broadcast_samples, same_batch
 from workbench.chain import Chain
+from workbench.dynamics import kernels as sk
 from workbench.inertia import rotational_inertia
 from workbench.lie import Array
 
