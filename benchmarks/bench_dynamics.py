@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     N = args.samples
     chain = wb.models.load("iiwa")
-    model = chain.to_pinocchio()
+    model = wb.to_pinocchio(chain)
     data = model.createData()
     rng = np.random.default_rng(0)
     q, dq, ddq = rng.uniform(-2.0, 2.0, size=(3, N, chain.n))

@@ -20,8 +20,8 @@ import pinocchio as pin
 from timing import machine, median_seconds, row
 
 import workbench as wb
-from workbench.dynamics.inverse_dynamics import pinocchio_model
 from workbench.dynamics.time_derivatives import time_derivatives
+from workbench.pinocchio_conversion import shared_model
 
 H = 1e-3
 
@@ -40,7 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     N = args.samples
     chain = wb.models.load("iiwa")
-    model = pinocchio_model(chain)
+    model = shared_model(chain)
     data = model.createData()
     derivatives = list(np.random.default_rng(0).uniform(-2.0, 2.0, size=(5, N, chain.n)))
     states = [shifted_states(derivatives, k * H) for k in (-2, -1, 0, 1, 2)]

@@ -7,7 +7,7 @@ For N = 1, 100 and 10,000 random states, all in one run:
 * ours: ``wb.twist_derivatives`` (all 69 columns), default thread pool
   and one thread;
 * finite differences through Pinocchio, the best a user could write:
-  2 x 48 perturbed models ``chain.with_eta(+-h e_k).to_pinocchio()`` built
+  2 x 48 perturbed models ``to_pinocchio(chain.with_eta(+-h e_k))`` built
   once (not timed), two ``pinocchio.rnea`` calls per eta direction per
   sample, plus ``computeRNEADerivatives`` for the state part;
 * CasADi AD: the Jacobian of an SX reference inverse dynamics
@@ -111,13 +111,13 @@ def main() -> None:
     args = parser.parse_args()
     chain = wb.models.load("iiwa")
     n, m = chain.n, 6 * (chain.n + 1)
-    model = chain.to_pinocchio()
+    model = wb.to_pinocchio(chain)
     plus, minus = [], []
     for k in range(m):
         e = np.zeros(m)
         e[k] = H
-        plus.append(chain.with_eta(e).to_pinocchio())
-        minus.append(chain.with_eta(-e).to_pinocchio())
+        plus.append(wb.to_pinocchio(chain.with_eta(e)))
+        minus.append(wb.to_pinocchio(chain.with_eta(-e)))
     jac = casadi_jacobian(chain)
     cores = spatial_kernels.available_cores()
     rng = np.random.default_rng(0)

@@ -122,6 +122,6 @@ def planar_2r(L1=0.5, L2=0.4, m1=2.0, m2=1.5) -> wb.Chain:
 
 
 if __name__ == "__main__":
-    iiwa().to_urdf(HERE / "iiwa" / "iiwa14.urdf")
-    planar_2r().to_urdf(HERE / "planar_2r" / "planar_2r.urdf")
+    wb.write_urdf(iiwa(), HERE / "iiwa" / "iiwa14.urdf")
+    wb.write_urdf(planar_2r(), HERE / "planar_2r" / "planar_2r.urdf")
     print("wrote", HERE / "iiwa" / "iiwa14.urdf", "and", HERE / "planar_2r" / "planar_2r.urdf")

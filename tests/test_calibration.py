@@ -72,7 +72,7 @@ def test_kinematic_recovers_truth(iiwa, tmp_path):
     assert np.abs(tool).max() < 1e-8
     # the tool's rotation is not seen by positions: reported and left at the nominal
     assert fit.subspace.basis.shape[1] < 6 * (iiwa.n + 1) - 2 * iiwa.n
-    urdf = fit.chain.to_urdf(tmp_path / "calibrated.urdf")
+    urdf = wb.write_urdf(fit.chain, tmp_path / "calibrated.urdf")
     q, _, _ = held_out_states(iiwa)
     expected = wb.dynamics.kinematics.forward_kinematics(truth.chain, q)[:, :3, 3]
     assert np.abs(pinocchio_positions(urdf, iiwa.tool_name, q) - expected).max() < 1e-8
@@ -91,7 +91,7 @@ def test_twist_recovers_truth(iiwa, tmp_path):
     log, truth = simulate_log(iiwa, kind="twist", samples=500, perturb=1e-2)
     fit = calibrate_twist(iiwa, log)
     assert np.abs(fit.chain.twists - truth.chain.twists).max() < 1e-8
-    urdf = fit.chain.to_urdf(tmp_path / "calibrated.urdf")
+    urdf = wb.write_urdf(fit.chain, tmp_path / "calibrated.urdf")
     q, dq, ddq = held_out_states(iiwa)
     expected = wb.inverse_dynamics(truth.chain, q, dq, ddq)
     assert np.abs(pinocchio_torques(urdf, q, dq, ddq) - expected).max() < 1e-8
@@ -112,7 +112,7 @@ def test_dynamic_recovers_base_parameters(iiwa, tmp_path):
     for j in range(iiwa.n):  # friction is identified on its own (not regrouped)
         assert abs(fit.value(f"fv{j + 1}") - truth.viscous[j]) < 1e-8
         assert abs(fit.value(f"fs{j + 1}") - truth.coulomb[j]) < 1e-8
-    urdf = fit.chain.to_urdf(tmp_path / "calibrated.urdf")
+    urdf = wb.write_urdf(fit.chain, tmp_path / "calibrated.urdf")
     q, dq, ddq = held_out_states(iiwa)
     expected = wb.inverse_dynamics(truth.chain, q, dq, ddq)
     assert np.abs(pinocchio_torques(urdf, q, dq, ddq) - expected).max() < 1e-8
@@ -138,7 +138,7 @@ def test_physical_consistency_on_noisy_torques(iiwa, tmp_path):
         rms.append(np.sqrt(np.mean((tau - log.tau) ** 2)))
     assert rms[1] <= 1.01 * rms[0]
     # the exported URDF reproduces the constrained model's torques in Pinocchio
-    urdf = fit.chain.to_urdf(tmp_path / "calibrated.urdf")
+    urdf = wb.write_urdf(fit.chain, tmp_path / "calibrated.urdf")
     q, dq, ddq = held_out_states(iiwa)
     assert (
         np.abs(
@@ -210,7 +210,7 @@ def test_report_files(iiwa, tmp_path):
     assert summary["heldout_relative_rms"] == summary["heldout"]["calibrated"]["relative_rms"]
     assert (tmp_path / "parameters.csv").read_text().startswith("name,value,rel_std_percent\n")
     assert (tmp_path / "residuals.png").stat().st_size > 0
-    assert wb.Chain.from_urdf(tmp_path / "calibrated.urdf").joint_names == iiwa.joint_names
+    assert wb.load_urdf(tmp_path / "calibrated.urdf").joint_names == iiwa.joint_names
 
 
 @pytest.mark.parametrize("kind", ["kinematic", "twist"])
@@ -224,8 +224,8 @@ def test_cli_end_to_end(tmp_path, kind):
     assert main([*args, "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rms"]["validation_after"] < 1e-8
-    truth = wb.Chain.from_urdf(tmp_path / f"{kind}.truth.urdf")
-    calibrated = wb.Chain.from_urdf(out / "calibrated.urdf")
+    truth = wb.load_urdf(tmp_path / f"{kind}.truth.urdf")
+    calibrated = wb.load_urdf(out / "calibrated.urdf")
     assert np.abs(calibrated.twists - truth.twists).max() < 1e-8
     expected = {"calibrated.urdf", "parameters.csv", "residuals.png", "summary.json"}
     if kind == "twist":
@@ -272,7 +272,7 @@ def test_known_payload_is_taken_off(iiwa):
 
     link = iiwa.n - 1
     phi = wb.inertia.phi_from_com(2.0, np.array([0.01, -0.02, 0.08]), np.diag([0.01, 0.012, 0.004]))
-    model = iiwa.to_pinocchio()
+    model = wb.to_pinocchio(iiwa)
     model.appendBodyToJoint(
         link + 1, pin.Inertia.FromDynamicParameters(wb.inertia.phi_to_pinocchio(phi)),
         pin.SE3.Identity(),

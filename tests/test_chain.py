@@ -17,7 +17,7 @@ from tests.pinocchio_reference import rnea
 def test_normal_form_twists_are_pinocchio_world_jacobian_at_zero(chains):
     """Column i of Pinocchio's world-aligned Jacobian at q = 0, expressed at the origin, is A_i."""
     for name, chain in chains.items():
-        model = wb.models.pinocchio_model(name)
+        model = wb.models.load_pinocchio(name)
         data = model.createData()
         J = pin.computeJointJacobians(model, data, pin.neutral(model))  # world frame, (v, w)
         np.testing.assert_allclose(chain.twists, wb.lie.pinocchio_vector(J.T), atol=1e-12)
@@ -25,7 +25,7 @@ def test_normal_form_twists_are_pinocchio_world_jacobian_at_zero(chains):
 
 def test_inertias_in_base_frame_match_pinocchio(chains):
     chain = chains["ur5"]
-    model = wb.models.pinocchio_model("ur5")
+    model = wb.models.load_pinocchio("ur5")
     data = model.createData()
     pin.forwardKinematics(model, data, pin.neutral(model))
     for i in range(chain.n):
@@ -50,21 +50,21 @@ def test_unaligned_and_prismatic_joints_round_trip():
         model.appendBodyToJoint(parent, pin.Inertia.Random(), pin.SE3.Identity())
         model.addBodyFrame(f"body{k}", parent, pin.SE3.Identity(), model.addJointFrame(parent))
     model.addFrame(pin.Frame("tool", parent, pin.SE3.Random(), pin.FrameType.OP_FRAME))
-    chain = wb.Chain.from_pinocchio(model)
+    chain = wb.from_pinocchio(model)
     assert chain.joint_kinds == ("revolute", "prismatic", "prismatic")
     assert chain.tool_name == "tool"
     q, dq, ddq, f = random_state(chain, 30, seed=1)
     expected = rnea(model, q, dq, ddq, "tool", f)
     ours = wb.inverse_dynamics(chain, q, dq, ddq, f)
     np.testing.assert_allclose(ours, expected, rtol=1e-11, atol=1e-11)
-    back = chain.to_pinocchio()
+    back = wb.to_pinocchio(chain)
     np.testing.assert_allclose(rnea(back, q, dq, ddq, "tool", f), expected, rtol=1e-11, atol=1e-11)
 
 
 def test_to_pinocchio_keeps_names_frames_and_limits(chains):
     chain = chains["panda_arm"]
-    model = chain.to_pinocchio()
-    original = wb.models.pinocchio_model("panda_arm")
+    model = wb.to_pinocchio(chain)
+    original = wb.models.load_pinocchio("panda_arm")
     assert list(model.names) == list(original.names)
     assert model.frames[model.nframes - 1].name == chain.tool_name
     for frame in original.frames:
@@ -113,7 +113,7 @@ def test_unknown_model_and_missing_urdf():
     with pytest.raises(wb.WorkbenchError, match="unknown model 'kuka'; known models:"):
         wb.models.load("kuka")
     with pytest.raises(wb.WorkbenchError, match=r"URDF file not found: /nonexistent\.urdf"):
-        wb.Chain.from_urdf("/nonexistent.urdf")
+        wb.load_urdf("/nonexistent.urdf")
 
 
 def test_unsupported_joint_type_is_named(tmp_path):
@@ -126,7 +126,7 @@ def test_unsupported_joint_type_is_named(tmp_path):
         <axis xyz="0 0 1"/></joint></robot>"""
     )
     with pytest.raises(wb.WorkbenchError, match="joint 'spin' has unsupported type JointModelRUBZ"):
-        wb.Chain.from_urdf(urdf)
+        wb.load_urdf(urdf)
 
 
 def test_info_command_prints_model_and_fails_in_one_line():

@@ -19,7 +19,7 @@ def relative_error(a, b):
 def test_equals_pinocchio_rnea(chains, name):
     chain = chains[name]
     q, dq, ddq, _ = random_state(chain, 200, seed=1)
-    expected = rnea(wb.models.pinocchio_model(name), q, dq, ddq)
+    expected = rnea(wb.models.load_pinocchio(name), q, dq, ddq)
     assert relative_error(wb.inverse_dynamics(chain, q, dq, ddq), expected) < 1e-10
 
 
@@ -27,7 +27,7 @@ def test_equals_pinocchio_rnea(chains, name):
 def test_tool_wrench_equals_pinocchio_external_forces(chains, name):
     chain = chains[name]
     q, dq, ddq, f_tool = random_state(chain, 100, seed=2)
-    model = wb.models.pinocchio_model(name)
+    model = wb.models.load_pinocchio(name)
     expected = rnea(model, q, dq, ddq, chain.tool_name, f_tool)
     assert relative_error(wb.inverse_dynamics(chain, q, dq, ddq, f_tool), expected) < 1e-10
 
@@ -82,13 +82,13 @@ def test_eta_update_matches_pinocchio_and_urdf(chains, tmp_path):
     moved = chain.with_eta(rng.normal(scale=0.05, size=6 * (chain.n + 1)))
     q, dq, ddq, f = random_state(chain, 50, seed=6)
     ours = wb.inverse_dynamics(moved, q, dq, ddq, f)
-    pin_model = moved.to_pinocchio()
+    pin_model = wb.to_pinocchio(moved)
     assert relative_error(ours, rnea(pin_model, q, dq, ddq, moved.tool_name, f)) < 1e-10
-    path = moved.to_urdf(tmp_path / "moved.urdf")
-    reloaded = wb.Chain.from_urdf(path)
+    path = wb.write_urdf(moved, tmp_path / "moved.urdf")
+    reloaded = wb.load_urdf(path)
     assert reloaded.joint_names == moved.joint_names
     assert reloaded.tool_name == moved.tool_name
-    urdf_model = wb.chain.load_urdf_model(path)
+    urdf_model = wb.pinocchio_conversion.load_urdf_model(path)
     assert relative_error(ours, rnea(urdf_model, q, dq, ddq, moved.tool_name, f)) < 1e-10
     assert relative_error(wb.inverse_dynamics(reloaded, q, dq, ddq, f), ours) < 1e-10
 
@@ -98,7 +98,7 @@ def test_static_torques_are_the_potential_energy_gradient(chains):
     import pinocchio as pin
 
     chain = chains["iiwa"]
-    model = wb.models.pinocchio_model("iiwa")
+    model = wb.models.load_pinocchio("iiwa")
     data = model.createData()
     q, _, _, _ = random_state(chain, 5, seed=7)
     zero = np.zeros_like(q)

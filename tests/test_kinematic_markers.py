@@ -43,7 +43,7 @@ def world(device: np.ndarray, poses: np.ndarray) -> np.ndarray:
 def scene(iiwa, tmp_path_factory):
     """Truth URDF, a device frame, two markers (a 6D one on the flange, a 3D one on link 4)."""
     truth = perturbed_truth(iiwa, "kinematic", 1e-2, seed=11).chain
-    urdf = truth.to_urdf(tmp_path_factory.mktemp("truth") / "truth.urdf")
+    urdf = wb.write_urdf(truth, tmp_path_factory.mktemp("truth") / "truth.urdf")
     rng = np.random.default_rng(0)
     device = wb.lie.exp_se3(np.concatenate([rng.normal(scale=0.5, size=3), [1.5, -0.3, 0.8]]))
     flange = wb.lie.exp_se3(np.array([0.1, -0.2, 0.05, 0.02, 0.03, 0.08]))

@@ -12,7 +12,6 @@ import pytest
 
 import workbench as wb
 from tests.casadi_reference import inverse_dynamics_function
-from workbench.dynamics.inverse_dynamics import pinocchio_model
 from workbench.dynamics.matrices import (
     coriolis_matrix,
     gravity_torques,
@@ -24,6 +23,7 @@ from workbench.dynamics.time_derivatives import (
     mass_matrix_derivatives,
     time_derivatives,
 )
+from workbench.pinocchio_conversion import shared_model
 
 ROBOTS = ("iiwa", "planar_2r", "talos_upper_body")
 H = 1e-4  # central-difference step in time
@@ -151,7 +151,7 @@ def test_matrices_against_pinocchio(chains, name):
     chain = chains[name]
     traj = sines(chain.n, seed=7)
     q, dq, ddq = (traj(TIMES, k) for k in range(3))
-    model = pinocchio_model(chain)
+    model = shared_model(chain)
     data = model.createData()
     M, C, g = mass_matrix(chain, q), coriolis_matrix(chain, q, dq), gravity_torques(chain, q)
     crba = np.array([pin.crba(model, data, x) for x in q])
@@ -170,7 +170,7 @@ def test_matrices_against_pinocchio(chains, name):
 def test_task_space_dynamics_reproduce_the_tool_motion(chains):
     """F = Lambda V_dot + eta (seed 004 eq. 9.97) with F = J_bar^T tau and V_dot from Pinocchio."""
     chain = chains["iiwa"]
-    model = pinocchio_model(chain)
+    model = shared_model(chain)
     data = model.createData()
     frame = model.getFrameId(chain.tool_name)
     rng = np.random.default_rng(8)

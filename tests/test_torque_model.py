@@ -95,7 +95,7 @@ def pinocchio_rnea(model, q, dq, ddq) -> np.ndarray:
 @pytest.mark.parametrize("name", ["iiwa", "staubli_tx40", "talos_upper_body"])
 def test_W_x_is_inverse_dynamics_plus_drive_torques(models, name):
     """W(q, dq, ddq) values(d) equals Pinocchio's rnea (on the URDF model and on
-    chain.to_pinocchio()) and wb.inverse_dynamics, plus the drive torques written out here."""
+    wb.to_pinocchio(chain)) and wb.inverse_dynamics, plus the drive torques written out here."""
     model = models[name]
     chain = model.chain
     q, dq, ddq, _ = random_state(chain, 40, seed=2)
@@ -104,8 +104,8 @@ def test_W_x_is_inverse_dynamics_plus_drive_torques(models, name):
     got = model.columns(q, dq, ddq) @ model.values(d)
     scale = max(1.0, np.abs(got).max())
     for reference in (
-        pinocchio_rnea(wb.models.pinocchio_model(name), q, dq, ddq),
-        pinocchio_rnea(chain.to_pinocchio(), q, dq, ddq),
+        pinocchio_rnea(wb.models.load_pinocchio(name), q, dq, ddq),
+        pinocchio_rnea(wb.to_pinocchio(chain), q, dq, ddq),
         wb.inverse_dynamics(chain, q, dq, ddq),
     ):
         assert np.abs(got - (reference + drive)).max() < 1e-10 * scale
@@ -120,7 +120,7 @@ def test_inertial_columns_are_pinocchio_regressor_columns(models, name):
     chain = model.chain
     q, dq, ddq, _ = random_state(chain, 10, seed=4)
     W = model.columns(q, dq, ddq)
-    pm = wb.models.pinocchio_model(name)
+    pm = wb.models.load_pinocchio(name)
     data = pm.createData()
     Y = np.array(
         [pin.computeJointTorqueRegressor(pm, data, *s).copy() for s in zip(q, dq, ddq, strict=True)]

@@ -34,8 +34,8 @@ def pinocchio_eta_differences(chain, q, dq, ddq, f_tool, h=1e-6):
     for k in range(m):
         e = np.zeros(m)
         e[k] = h
-        plus = rnea(chain.with_eta(e).to_pinocchio(), q, dq, ddq, chain.tool_name, f)
-        minus = rnea(chain.with_eta(-e).to_pinocchio(), q, dq, ddq, chain.tool_name, f)
+        plus = rnea(wb.to_pinocchio(chain.with_eta(e)), q, dq, ddq, chain.tool_name, f)
+        minus = rnea(wb.to_pinocchio(chain.with_eta(-e)), q, dq, ddq, chain.tool_name, f)
         J[:, :, k] = (plus - minus) / (2 * h)
     return J
 
@@ -77,7 +77,7 @@ def test_dtau_deta_against_casadi_ad(chains, name, with_tool):
 def test_state_partials_equal_compute_rnea_derivatives(chains, name):
     chain = chains[name]
     q, dq, ddq, f = random_state(chain, 20, seed=13)
-    model = wb.models.pinocchio_model(name)
+    model = wb.models.load_pinocchio(name)
     data = model.createData()
     d = twist_derivatives(chain, q, dq, ddq, f)
     for s in range(len(q)):
@@ -113,7 +113,7 @@ def test_forward_dynamics_partials_equal_pinocchio_aba_derivatives(chains, name)
     chain = chains[name]
     q, dq, tau, f = random_state(chain, 5, seed=15)
     tau = tau * 10.0
-    model = wb.models.pinocchio_model(name)
+    model = wb.models.load_pinocchio(name)
     data = model.createData()
     fd = forward_dynamics_derivatives(chain, q, dq, tau, f)
     for s in range(len(q)):
@@ -131,7 +131,7 @@ def test_forward_dynamics_partials_equal_pinocchio_aba_derivatives(chains, name)
     fext = tool_fext(model, chain.tool_name, f[s])
 
     def aba(c):
-        m = c.to_pinocchio()
+        m = wb.to_pinocchio(c)
         return pin.aba(m, m.createData(), q[s], dq[s], tau[s], fext)
 
     numeric = (aba(chain.with_eta(e)) - aba(chain.with_eta(-e))) / (2 * h)

@@ -9,7 +9,7 @@ moved-inertia derivative.
 The public API lives here::
 
     import workbench as wb
-    chain = wb.Chain.from_urdf("robot.urdf")
+    chain = wb.load_urdf("robot.urdf")
     tau = wb.inverse_dynamics(chain, q, dq, ddq)
     d = wb.twist_derivatives(chain, q, dq, ddq)
 
@@ -31,6 +31,8 @@ _LAZY_SUBMODULES = {
     "calibration",
     "dynamics",
     "eta",
+    "pinocchio_conversion",
+    "urdf",
     "fivebar",
     "inertia",
     "lie",
@@ -41,6 +43,10 @@ _LAZY_SUBMODULES = {
 }
 _LAZY_ATTRIBUTES = {
     "Chain": "workbench.chain",
+    "load_urdf": "workbench.urdf",
+    "write_urdf": "workbench.urdf",
+    "from_pinocchio": "workbench.pinocchio_conversion",
+    "to_pinocchio": "workbench.pinocchio_conversion",
     "inverse_dynamics": "workbench.dynamics.inverse_dynamics",
     "twist_derivatives": "workbench.dynamics.derivatives",
     "rnea_derivatives": "workbench.dynamics.derivatives",

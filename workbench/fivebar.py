@@ -54,6 +54,8 @@ from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.pinocchio_conversion import to_pinocchio
+from workbench.urdf import load_urdf
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5")
 ACTIVE = np.array([0, 3])  # q1, q4
@@ -109,7 +111,7 @@ class FiveBar:
     @classmethod
     def from_urdf(cls, path: str | os.PathLike) -> FiveBar:
         """A five-bar from its spanning-tree URDF (frame ``joint_5_on_link_4`` marks joint 5)."""
-        chain = Chain.from_urdf(path, tool_frame="end_effector")
+        chain = load_urdf(path, tool_frame="end_effector")
         cut = next((f for f in chain.frames if f.name == CUT_FRAME), None)
         if cut is None:
             raise WorkbenchError(f"{path}: no frame '{CUT_FRAME}' marking the cut joint 5")
@@ -149,7 +151,7 @@ class FiveBar:
         if self.urdf_path is not None:
             model = pin.buildModelFromUrdf(str(self.urdf_path))
         else:
-            model = self.chain.to_pinocchio()
+            model = to_pinocchio(self.chain)
         index = [self.chain.joint_names.index(model.names[j]) for j in range(1, model.njoints)]
         return model, np.array(index)
 

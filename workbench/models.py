@@ -1,6 +1,6 @@
 """Robot models by name: the project's shipped models and example-robot-data URDFs.
 
-``load("iiwa")`` returns a :class:`~workbench.chain.Chain`; ``pinocchio_model``
+``load("iiwa")`` returns a :class:`~workbench.chain.Chain`; ``load_pinocchio``
 returns the Pinocchio model it was built from. Names:
 
 * shipped under ``models/``: ``iiwa`` (KUKA LBR iiwa 14 R820, identified
@@ -20,9 +20,11 @@ import importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.chain import Chain, load_urdf_model
+from workbench.chain import Chain
 from workbench.errors import WorkbenchError
+from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
 from workbench.resources import shipped
+from workbench.urdf import load_urdf
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ def urdf_path(name: str) -> Path:
     return path
 
 
-def pinocchio_model(name: str):
+def load_pinocchio(name: str):
     """The Pinocchio model of a named robot (locked joints removed at q = 0)."""
     import pinocchio as pin
 
@@ -107,10 +109,8 @@ def pinocchio_model(name: str):
 def load(name: str, tool_frame: str | None = None) -> Chain:
     """A named model (see the module docstring), or a path to a URDF file, as a Chain."""
     if _is_path(name):
-        return Chain.from_urdf(name, tool_frame=tool_frame)
-    return Chain.from_pinocchio(
-        pinocchio_model(name), tool_frame=tool_frame or _spec(name).tool_frame
-    )
+        return load_urdf(name, tool_frame=tool_frame)
+    return from_pinocchio(load_pinocchio(name), tool_frame=tool_frame or _spec(name).tool_frame)
 
 
 def _is_path(name: str) -> bool:

@@ -1,4 +1,11 @@
-"""Writing a Chain as URDF (joint origins, axes, limits, inertials, attached frames)."""
+"""URDF files: a Chain from a URDF, a Chain written as URDF, link inertias from meshes.
+
+:func:`load_urdf` reads through Pinocchio's parser
+(:mod:`workbench.pinocchio_conversion`); :func:`write_urdf` writes joint
+origins, axes, limits, inertials, friction and attached frames so that
+Pinocchio loads the same model back; :func:`with_mesh_inertias` rewrites a
+URDF's inertials from its meshes (:mod:`workbench.mesh`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 
 from workbench import inertia, lie
 from workbench.chain import REVOLUTE, Chain
+from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
+from workbench.mesh import mesh_file_properties
+from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
 
 _LARGEST = np.finfo(float).max
 
@@ -25,8 +36,6 @@ def _vec(x) -> str:
 
 
 def _origin(parent: ET.Element, T: np.ndarray) -> None:
-    import pinocchio as pin
-
     ET.SubElement(parent, "origin", xyz=_vec(T[:3, 3]), rpy=_vec(pin.rpy.matrixToRpy(T[:3, :3])))
 
 
@@ -107,6 +116,14 @@ def urdf_string(
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
 
+def load_urdf(path: str | os.PathLike, tool_frame: str | None = None) -> Chain:
+    """A fixed-base URDF as a Chain (through Pinocchio's parser, errors naming the file).
+
+    ``tool_frame`` names a frame of the model; the default is its last frame.
+    """
+    return from_pinocchio(load_urdf_model(path), tool_frame=tool_frame)
+
+
 def write_urdf(
     chain: Chain,
     path: str | os.PathLike,
@@ -137,9 +154,6 @@ def with_mesh_inertias(
     phi (10,) per link in its frame. The input file is not modified; the
     output is written atomically.
     """
-    from workbench.errors import WorkbenchError
-    from workbench.mesh import mesh_file_properties
-
     urdf = Path(urdf)
     if source not in ("visual", "collision"):
         raise WorkbenchError(f"mesh inertia source must be 'visual' or 'collision'; got {source!r}")
@@ -181,18 +195,14 @@ def with_mesh_inertias(
 
 def _placement(origin: ET.Element | None) -> np.ndarray:
     """The 4x4 transform of a URDF <origin> (identity when absent)."""
-    import pinocchio as pin
-
     T = np.eye(4)
     if origin is not None:
         T[:3, 3] = np.array(origin.get("xyz", "0 0 0").split(), dtype=float)
-        T[:3, :3] = pin.rpy.rpyToMatrix(np.array(origin.get("rpy", "0 0 0").split(), dtype=float))
+        T[:3, :3] = lie.rpy_to_matrix(np.array(origin.get("rpy", "0 0 0").split(), dtype=float))
     return T
 
 
 def _resolve(filename: str, base: Path, package_dirs: tuple[str | os.PathLike, ...]) -> Path:
-    from workbench.errors import WorkbenchError
-
     if filename.startswith("package://"):
         relative = filename[len("package://") :]
         for directory in package_dirs:

@@ -47,7 +47,7 @@ from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
 from workbench.lie import Array
-from workbench.urdf import write_urdf
+from workbench.urdf import load_urdf, write_urdf
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
 
 
@@ -223,7 +223,7 @@ def write_report(
     """Write the results (module docstring) into ``directory``."""
     directory = Path(directory)
     urdf = write_urdf(report.chain, directory / "calibrated.urdf", dynamics=report.dynamics)
-    reloaded = Chain.from_urdf(urdf, tool_frame=report.chain.tool_name)
+    reloaded = load_urdf(urdf, tool_frame=report.chain.tool_name)
     if reloaded.joint_names != report.chain.joint_names:
         raise WorkbenchError(f"{urdf}: joint names changed when written")
     mismatch = {

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from workbench.calibration.simulate import simulate_log
     from workbench.errors import WorkbenchError
     from workbench.io import atomic_write_text
+    from workbench.urdf import write_urdf
 
     if args.samples < 20:
         raise WorkbenchError(f"--samples {args.samples}: need at least 20")
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     out = Path(args.out)
     stem = out.with_suffix("")
-    truth.chain.to_urdf(f"{stem}.truth.urdf")
+    write_urdf(truth.chain, f"{stem}.truth.urdf")
     info = {
         "model": args.model,
         "kind": args.kind,

@@ -81,9 +81,9 @@ from workbench.dynamics.inverse_dynamics import (
     add_tool_wrench,
     check_state,
     kernel_model,
-    pinocchio_model,
 )
 from workbench.lie import Array
+from workbench.pinocchio_conversion import shared_model
 
 
 @dataclass(frozen=True)
@@ -424,7 +424,7 @@ def rnea_derivatives_pinocchio(
 ) -> tuple[Array, Array, Array]:
     """State partials (d tau/dq, d tau/d dq, M) from Pinocchio's ``computeRNEADerivatives``.
 
-    A Python loop over samples calls Pinocchio on ``chain.to_pinocchio()``;
+    A Python loop over samples calls Pinocchio on ``shared_model(chain)``;
     BENCHMARKS.md compares it with :func:`twist_derivatives`. Each output is (N, n, n).
     """
     import pinocchio as pin
@@ -432,7 +432,7 @@ def rnea_derivatives_pinocchio(
     from workbench.lie import pinocchio_vector
 
     state = check_state(chain, q, dq, ddq, f_tool)
-    model = pinocchio_model(chain)
+    model = shared_model(chain)
     data = model.createData()
     N, n = state.q.shape
     out = np.empty((3, N, n, n))

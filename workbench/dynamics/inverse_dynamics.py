@@ -153,9 +153,3 @@ def inverse_dynamics(
         _rnea_kernel, state.q.shape[0], kernel_model(chain), state.q, state.dq, state.ddq, f, tau
     )
     return tau if state.batched else tau[0]
-
-
-@functools.lru_cache(maxsize=64)
-def pinocchio_model(chain: Chain):
-    """``chain.to_pinocchio()``, built once per chain object."""
-    return chain.to_pinocchio()

@@ -85,3 +85,38 @@ def point_jacobian(T: Array, J_twist: Array) -> Array:
     """d p / d params (N, 3, p) of a frame's origin p from its spatial twist Jacobian."""
     G = np.concatenate([-lie.hat3(T[:, :3, 3]), np.broadcast_to(np.eye(3), T[:, :3, :3].shape)], 2)
     return np.einsum("nij,njk->nik", G, J_twist)
+
+
+def link_motion(chain: Chain, q: Array, dq: Array, ddq: Array) -> tuple[Array, Array, Array, Array]:
+    """Poses, joint twists, twists and accelerations of every link, in the base frame.
+
+    Returns ``T`` (N, n, 4, 4) the rigid displacement of each link from its
+    pose at q = 0 (``T_k = T_parent exp([A_k] q_k)``), ``S`` (N, n, 6) the
+    current joint twists ``Ad_{T_parent} A_k``, ``V`` (N, n, 6) the spatial
+    velocities ``V_parent + S_k dq_k`` and ``a`` (N, n, 6) the spatial
+    accelerations ``a_parent + S_k ddq_k + ad_{V_k} S_k dq_k`` with gravity
+    as the base acceleration ``(0, -g)`` (Kwon, eq. 1-3; Lynch and Park,
+    §8.3). ``q, dq, ddq`` are checked (N, n) arrays.
+    """
+    N, n = q.shape
+    E = lie.exp_se3(chain.twists[None] * q[:, :, None])  # (N, n, 4, 4)
+    T = np.empty((N, n, 4, 4))
+    S, V, a = np.empty((N, n, 6)), np.empty((N, n, 6)), np.empty((N, n, 6))
+    base = np.concatenate([np.zeros(3), -chain.gravity])
+    for k in range(n):
+        p = chain.parents[k]
+        if p < 0:
+            T[:, k] = E[:, k]
+            S[:, k] = chain.twists[k]
+            V_parent, a_parent = np.zeros((N, 6)), np.broadcast_to(base, (N, 6))
+        else:
+            T[:, k] = T[:, p] @ E[:, k]
+            S[:, k] = np.einsum("sij,j->si", lie.Ad(T[:, p]), chain.twists[k])
+            V_parent, a_parent = V[:, p], a[:, p]
+        V[:, k] = V_parent + S[:, k] * dq[:, k, None]
+        a[:, k] = (
+            a_parent
+            + S[:, k] * ddq[:, k, None]
+            + np.einsum("sij,sj->si", lie.ad(V[:, k]), S[:, k]) * dq[:, k, None]
+        )
+    return T, S, V, a

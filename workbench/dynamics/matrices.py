@@ -28,8 +28,8 @@ from numpy.typing import ArrayLike
 from workbench import lie
 from workbench.arrays import as_samples, broadcast_samples, same_batch
 from workbench.chain import Chain
-from workbench.dynamics.inverse_dynamics import pinocchio_model
 from workbench.lie import Array
+from workbench.pinocchio_conversion import shared_model
 
 
 def _per_sample(chain: Chain, fn: Callable, **arrays: ArrayLike) -> Array | tuple[Array, ...]:
@@ -38,7 +38,7 @@ def _per_sample(chain: Chain, fn: Callable, **arrays: ArrayLike) -> Array | tupl
     N = same_batch(*((x, what) for (x, _), what in zip(checked, arrays, strict=True)))
     rows = [broadcast_samples(x, N) for x, _ in checked]
     batched = any(b for _, b in checked)
-    model = pinocchio_model(chain)
+    model = shared_model(chain)
     data = model.createData()
     out = [fn(model, data, *(r[s] for r in rows)) for s in range(N)]
     if isinstance(out[0], tuple):
@@ -100,7 +100,7 @@ def task_space_dynamics(chain: Chain, q: ArrayLike, V: ArrayLike) -> tuple[Array
     qs, batched_q = as_samples(q, chain.n, "q", chain.joint_names)
     N = same_batch((qs, "q"), (V, "V"))
     qs, V = broadcast_samples(qs, N), broadcast_samples(V, N)
-    model = pinocchio_model(chain)
+    model = shared_model(chain)
     data = model.createData()
     frame = model.getFrameId(chain.tool_name)
     Lam, eta = np.empty((N, 6, 6)), np.empty((N, 6))

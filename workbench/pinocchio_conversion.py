@@ -1,0 +1,212 @@
+"""Conversion between a :class:`~workbench.chain.Chain` and a Pinocchio model.
+
+Pinocchio describes each joint in its parent's frame, with inertias in the
+joints' frames and motions linear part first; a Chain keeps the twists and
+inertias in the base frame at q = 0 (Kwon's normal form) and motions angular
+part first. :func:`from_pinocchio` and :func:`to_pinocchio` convert both ways
+(joint types, names, limits, attached frames and the tool survive a round
+trip; ``lie.pinocchio_vector`` / ``lie.pinocchio_matrix`` reorder motions and
+inertias at this boundary only); :func:`load_urdf_model` reads a URDF with
+errors that name the file.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from workbench import inertia, lie
+from workbench.chain import PRISMATIC, REVOLUTE, Chain, Frame
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+_JOINTS = {
+    "JointModelRX": (REVOLUTE, (1.0, 0.0, 0.0)),
+    "JointModelRY": (REVOLUTE, (0.0, 1.0, 0.0)),
+    "JointModelRZ": (REVOLUTE, (0.0, 0.0, 1.0)),
+    "JointModelRevoluteUnaligned": (REVOLUTE, None),
+    "JointModelPX": (PRISMATIC, (1.0, 0.0, 0.0)),
+    "JointModelPY": (PRISMATIC, (0.0, 1.0, 0.0)),
+    "JointModelPZ": (PRISMATIC, (0.0, 0.0, 1.0)),
+    "JointModelPrismaticUnaligned": (PRISMATIC, None),
+}
+
+
+def from_pinocchio(model, tool_frame: str | None = None) -> Chain:
+    """Build a chain from a fixed-base Pinocchio model of revolute/prismatic joints.
+
+    ``tool_frame`` names a frame of the model; the default is the
+    model's last frame. Body and operational frames other than the link
+    frames are kept in :attr:`frames`.
+    """
+    n = model.njoints - 1
+    kinds, axes = [], []
+    for jid in range(1, model.njoints):
+        joint = model.joints[jid]
+        kind = _JOINTS.get(joint.shortname())
+        if kind is None or joint.nq != 1 or joint.nv != 1:
+            raise WorkbenchError(
+                f"joint '{model.names[jid]}' has unsupported type {joint.shortname()}; "
+                "supported: revolute and prismatic joints with one coordinate "
+                "(RX/RY/RZ/RevoluteUnaligned, PX/PY/PZ/PrismaticUnaligned)"
+            )
+        axis = np.array(kind[1] if kind[1] is not None else joint.extract().axis, dtype=float)
+        kinds.append(kind[0])
+        axes.append(axis / np.linalg.norm(axis))
+    data = model.createData()
+    pin.forwardKinematics(model, data, pin.neutral(model))
+    pin.updateFramePlacements(model, data)
+    M = np.array([data.oMi[j].homogeneous for j in range(1, model.njoints)]).reshape(n, 4, 4)
+    G_local = np.array(
+        [lie.pinocchio_matrix(model.inertias[j].matrix()) for j in range(1, model.njoints)]
+    ).reshape(n, 6, 6)
+    Ad_inv = lie.Ad(lie.inverse(M))
+    G = np.swapaxes(Ad_inv, -1, -2) @ G_local @ Ad_inv
+
+    if model.nframes == 0:
+        raise WorkbenchError("the Pinocchio model has no frames")
+    tool_id = model.nframes - 1 if tool_frame is None else _frame_id(model, tool_frame)
+    tool = model.frames[tool_id]
+    body = pin.FrameType.BODY
+    base_id = next(
+        (fid for fid, f in enumerate(model.frames) if f.type == body and f.parentJoint == 0),
+        None,
+    )
+    link_names = [f"link_{j}" for j in range(1, model.njoints)]
+    named = set() if base_id is None else {base_id}
+    for fid, frame in enumerate(model.frames):
+        j = frame.parentJoint
+        if (
+            frame.type == body
+            and j > 0
+            and link_names[j - 1] == f"link_{j}"
+            and np.allclose(frame.placement.homogeneous, np.eye(4), atol=1e-12)
+        ):
+            link_names[j - 1] = frame.name
+            named.add(fid)
+    frames = []
+    for fid, frame in enumerate(model.frames):
+        if fid in named or frame.type not in (body, pin.FrameType.OP_FRAME):
+            continue
+        parent_id = frame.parentFrame
+        joint_name = None
+        if model.frames[parent_id].type == pin.FrameType.FIXED_JOINT:
+            joint_name = model.frames[parent_id].name
+            parent_id = model.frames[parent_id].parentFrame
+        parent = model.frames[parent_id]
+        attached = parent.type in (body, pin.FrameType.OP_FRAME) and parent_id not in named
+        placement = data.oMf[fid].homogeneous.copy()
+        attached_to = parent.name if attached else None
+        link = frame.parentJoint - 1
+        frames.append(Frame(frame.name, link, placement, joint_name, attached_to))
+    own_link_frame = Frame(tool.name, -1, np.eye(4))
+    tool_entry = next((f for f in frames if f.name == tool.name), own_link_frame)
+    frames = [f for f in frames if f is not tool_entry]
+    base_name = "base_link" if base_id is None else model.frames[base_id].name
+    return Chain(
+        joint_names=tuple(model.names[1:]),
+        link_names=tuple(link_names),
+        parents=np.array([model.parents[j] - 1 for j in range(1, model.njoints)]),
+        joint_kinds=tuple(kinds),
+        axes=np.array(axes).reshape(n, 3),
+        joint_frames=M,
+        inertias=G,
+        tool_name=tool.name,
+        tool_joint_name=tool_entry.joint_name,
+        tool_attached_to=tool_entry.attached_to,
+        tool_parent=tool.parentJoint - 1,
+        tool_frame=data.oMf[tool_id].homogeneous.copy(),
+        gravity=np.array(model.gravity.linear),
+        lower=np.array(model.lowerPositionLimit),
+        upper=np.array(model.upperPositionLimit),
+        velocity_limit=np.array(model.velocityLimit),
+        effort_limit=np.array(model.effortLimit),
+        frames=tuple(frames),
+        base_name=base_name,
+        name=model.name or "robot",
+    )
+
+
+def from_urdf(cls, path: str | os.PathLike, tool_frame: str | None = None) -> Chain:
+    """Load a fixed-base URDF through Pinocchio (see :meth:`from_pinocchio`)."""
+    return cls.from_pinocchio(load_urdf_model(path), tool_frame=tool_frame)
+
+
+def to_pinocchio(chain: Chain):
+    """An equivalent Pinocchio model (same joint types, names and frames), a new one per call."""
+    model = pin.Model()
+    model.name = chain.name
+    model.gravity = pin.Motion(np.concatenate([chain.gravity, np.zeros(3)]))
+    base_frame = model.addFrame(
+        pin.Frame(chain.base_name, 0, 0, pin.SE3.Identity(), pin.FrameType.BODY)
+    )
+    placements = chain.relative_placements()
+    local_phi = inertia.phi_from_matrix(chain.local_inertias())
+    body_frames = []
+    for i in range(chain.n):
+        parent_frame = base_frame if chain.parents[i] < 0 else body_frames[chain.parents[i]]
+        jid = model.addJoint(
+            int(chain.parents[i]) + 1,
+            _pinocchio_joint(chain.joint_kinds[i], chain.axes[i]),
+            pin.SE3(placements[i]),
+            chain.joint_names[i],
+            np.array([chain.effort_limit[i]]),
+            np.array([chain.velocity_limit[i]]),
+            np.array([chain.lower[i]]),
+            np.array([chain.upper[i]]),
+        )
+        model.appendBodyToJoint(
+            jid,
+            pin.Inertia.FromDynamicParameters(inertia.phi_to_pinocchio(local_phi[i])),
+            pin.SE3.Identity(),
+        )
+        joint_frame = model.addJointFrame(jid, parent_frame)
+        body_frames.append(
+            model.addBodyFrame(chain.link_names[i], jid, pin.SE3.Identity(), joint_frame)
+        )
+    for frame in chain.attached_frames:
+        jid = frame.parent + 1
+        if frame.attached_to is not None:
+            parent_frame = model.getFrameId(frame.attached_to)
+        else:
+            parent_frame = base_frame if frame.parent < 0 else body_frames[frame.parent]
+        placement = pin.SE3(chain.relative_to_link(frame))
+        model.addFrame(pin.Frame(frame.name, jid, parent_frame, placement, pin.FrameType.OP_FRAME))
+    return model
+
+
+@functools.lru_cache(maxsize=64)
+def shared_model(chain: Chain):
+    """:func:`to_pinocchio` built once per chain object, for algorithms that only read it."""
+    return to_pinocchio(chain)
+
+
+def load_urdf_model(path: str | os.PathLike):
+    """A fixed-base Pinocchio model from a URDF file, with errors that name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise WorkbenchError(f"URDF file not found: {path}")
+    try:
+        return pin.buildModelFromUrdf(str(path))
+    except (RuntimeError, ValueError) as exc:
+        raise WorkbenchError(f"cannot load URDF {path}: {exc}") from exc
+
+
+def _frame_id(model, name: str) -> int:
+    if not model.existFrame(name):
+        names = ", ".join(f.name for f in model.frames)
+        raise WorkbenchError(f"unknown tool frame '{name}'; frames are {names}")
+    return model.getFrameId(name)
+
+
+def _pinocchio_joint(kind: str, axis: Array):
+    for name, (k, ax) in _JOINTS.items():
+        if k == kind and ax is not None and np.array_equal(axis, ax):
+            return getattr(pin, name)()
+    if kind == REVOLUTE:
+        return pin.JointModelRevoluteUnaligned(np.asarray(axis, dtype=float))
+    return pin.JointModelPrismaticUnaligned(np.asarray(axis, dtype=float))
