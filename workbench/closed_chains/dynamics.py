@@ -1,0 +1,148 @@
+"""Motor torques, torque regressor, forward dynamics and simulation of closed chains.
+
+With the tree's inverse dynamics ``tau_tree(q, dq, ddq)`` at a closed state
+and ``S = dq / dq_a`` (:mod:`workbench.closed_chains.kinematics`), the
+motors' torques follow from the virtual work of the closed chain (the
+passive joints and the closures do no work):
+
+    tau_a = S^T tau_tree(q, dq, ddq),                         (1)
+
+and since tau_tree is linear in the links' inertial parameters phi, so is
+``tau_a = S^T Y(q, dq, ddq) phi`` (the closed chain's regressor). Forward
+dynamics reduces (1) to the actuated coordinates with ``dq = S dq_a``,
+``ddq = S ddq_a + sigma``:
+
+    S^T M S ddq_a = tau_a - S^T tau_tree(q, dq, sigma).       (2)
+
+Arrays carry the sample axis first; q, dq, ddq are (N, n) tree joint
+values, motor quantities (N, a) in the order of ``model.actuated``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from workbench.arrays import as_samples
+from workbench.closed_chains.kinematics import (
+    Closures,
+    PassiveSolver,
+    acceleration_bias,
+    solve_passive,
+)
+from workbench.closed_chains.model import ClosedChain
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.dynamics.regressor import torque_regressor as tree_regressor
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+
+def _state(model: ClosedChain, **arrays: ArrayLike) -> tuple[list[Array], bool]:
+    out, batched = [], False
+    for name, x in arrays.items():
+        a, b = as_samples(x, model.n, name, model.tree.joint_names)
+        out.append(a)
+        batched |= b
+    N = max(len(a) for a in out)
+    return [np.broadcast_to(a, (N, model.n)) for a in out], batched
+
+
+def motor_torques(
+    model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike,
+    f_tool: ArrayLike | None = None,
+) -> Array:  # fmt: skip
+    """Motor torques (N, a) of eq. (1) at closed states; ``f_tool`` as in inverse_dynamics."""
+    (q, dq, ddq), batched = _state(model, q=q, dq=dq, ddq=ddq)
+    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
+    tau = inverse_dynamics(model.tree, q, dq, ddq, f_tool)
+    out = (np.swapaxes(S, 1, 2) @ np.atleast_2d(tau)[..., None])[..., 0]
+    return out if batched else out[0]
+
+
+def torque_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
+    """``d tau_a / d phi`` (N, a, 10 n): eq. (1) with phi = ``model.tree.phi.ravel()``."""
+    (q, dq, ddq), batched = _state(model, q=q, dq=dq, ddq=ddq)
+    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
+    Y = np.swapaxes(S, 1, 2) @ tree_regressor(model.tree, q, dq, ddq)
+    return Y if batched else Y[0]
+
+
+def forward_dynamics(
+    model: ClosedChain, q: ArrayLike, dqa: ArrayLike, tau: ArrayLike
+) -> tuple[Array, Array]:
+    """Motor accelerations (N, a) and joint accelerations (N, n) under motor torques, eq. (2).
+
+    ``q`` (N, n) closed configurations, ``dqa`` and ``tau`` (N, a). The
+    columns of ``M S`` come from inverse dynamics at unit motor
+    accelerations without velocity and gravity.
+    """
+    (q,), batched = _state(model, q=q)
+    a = len(model.active)
+    dqa, _ = as_samples(dqa, a, "dqa", model.actuated)
+    tau, _ = as_samples(tau, a, "tau", model.actuated)
+    N = len(q)
+    closures = Closures(model, q)
+    solver = PassiveSolver(model, closures.jacobian())
+    S = solver.velocity_map()
+    St = np.swapaxes(S, 1, 2)
+    dq = (S @ dqa[..., None])[..., 0]
+    sigma = acceleration_bias(closures, dq, solver)
+    bias = (St @ inverse_dynamics(model.tree, q, dq, sigma)[..., None])[..., 0]
+    no_gravity = replace(model.tree, gravity=np.zeros(3))
+    zero = np.zeros((N, model.n))
+    MS = np.stack([inverse_dynamics(no_gravity, q, zero, S[:, :, k]) for k in range(a)], axis=-1)
+    M_r = St @ MS
+    try:
+        ddqa = np.linalg.solve(M_r, (tau - bias)[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        raise WorkbenchError(f"{model.name}: the reduced mass matrix S^T M S is singular") from None
+    ddq = (S @ ddqa[..., None])[..., 0] + sigma
+    return (ddqa, ddq) if batched else (ddqa[0], ddq[0])
+
+
+def simulate(
+    model: ClosedChain, t: ArrayLike, tau: ArrayLike, q0: ArrayLike, dqa0: ArrayLike,
+    substeps: int = 4,
+) -> tuple[Array, Array]:  # fmt: skip
+    """Integrate the closed chain under motor torques (classical Runge-Kutta 4).
+
+    ``t`` (K,) times, ``tau`` (K, a) motor torques interpolated linearly
+    between them, ``q0`` (n,) a closed configuration, ``dqa0`` (a,) motor
+    velocities. The state is (q_a, dq_a); the passive joints are solved at
+    every stage from the last closed configuration, so the closure never
+    drifts. Returns q (K, n) and dq (K, n) at the times t.
+    """
+    t = np.asarray(t, dtype=float)
+    a = len(model.active)
+    tau, _ = as_samples(tau, a, "tau", model.actuated)
+    (q0,), _ = _state(model, q0=q0)
+    dqa = as_samples(dqa0, a, "dqa0", model.actuated)[0][0]
+    if len(tau) != len(t):
+        raise WorkbenchError(f"tau has {len(tau)} samples for {len(t)} times")
+    last = q0[0].copy()
+
+    def rhs(time: float, x: Array) -> Array:
+        nonlocal last
+        torque = np.array([np.interp(time, t, tau[:, k]) for k in range(a)])
+        last = solve_passive(model, x[:a], guess=last)
+        ddqa, _ = forward_dynamics(model, last, x[a:], torque)
+        return np.concatenate([x[a:], ddqa])
+
+    x = np.concatenate([q0[0, model.active], dqa])
+    qs, motor_velocities = [q0[0].copy()], [dqa]
+    for k in range(len(t) - 1):
+        h = (t[k + 1] - t[k]) / substeps
+        for m in range(substeps):
+            time = t[k] + m * h
+            k1 = rhs(time, x)
+            k2 = rhs(time + h / 2, x + h / 2 * k1)
+            k3 = rhs(time + h / 2, x + h / 2 * k2)
+            k4 = rhs(time + h, x + h * k3)
+            x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        qs.append(solve_passive(model, x[:a], guess=qs[-1]))
+        motor_velocities.append(x[a:])
+    q = np.array(qs)
+    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
+    return q, (S @ np.array(motor_velocities)[..., None])[..., 0]

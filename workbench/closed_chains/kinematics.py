@@ -1,0 +1,373 @@
+"""Closure residuals, their derivatives, the passive-joint solve and the motion maps.
+
+With ``c(q, eta)`` the stacked closure residual (m rows) of a
+:class:`~workbench.closed_chains.model.ClosedChain`, ``K = dc/dq`` (m x n)
+split into actuated and passive columns ``K_a``, ``K_p``:
+
+* passive solve: Newton's method on ``c(q_a, q_p) = 0`` for ``q_p`` with
+  least-squares steps (redundant rows allowed), by predictor-corrector
+  continuation from a closed guess; where ``K_p`` loses rank the
+  configuration is singular;
+* velocity map: ``dq = S dq_a`` with ``S_a = I``, ``S_p = -K_p^+ K_a``
+  (``S = dq / dq_a``);
+* acceleration: ``ddq = S ddq_a + sigma``, ``sigma_p = -K_p^+ c''[dq, dq]``
+  from ``d^2 c / dt^2 = K ddq + c''[dq, dq] = 0``.
+
+Directional derivatives ``c'[a]``, ``c''[a, b]`` and ``c'''[a, a, w]`` are
+exact, from the loop products of :mod:`workbench.closed_chains.loops`
+(every residual is linear in the loop's relative pose). A direction is a
+pair (u, e): joint values (N, D, n) and eta (N, D, n + 1, 6) or None.
+
+Arrays carry the sample axis first: q (N, n), K (N, m, n), S (N, n, a).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from workbench import lie
+from workbench.arrays import as_samples
+from workbench.closed_chains.closures import misalignment
+from workbench.closed_chains.closures import residual as closure_residual
+from workbench.closed_chains.loops import LoopState
+from workbench.closed_chains.model import ClosedChain
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+Direction = tuple[Array, Array | None]
+
+# Newton's method stops below this residual (m or rad).
+TOLERANCE = 1e-13
+# sigma_min / sigma_max of K_p below this is a singular configuration.
+SINGULAR = 1e-7
+# Largest step of the actuated joints in one continuation step (rad or m).
+CONTINUATION_STEP = 0.2
+# Largest Newton correction after a prediction, as a fraction of the predicted
+# move (a correction of the size of the move would jump to another assembly branch).
+CORRECTION = 0.25
+
+
+class Closures:
+    """The closures of ``model`` at N configurations q (N, n): residual and derivatives."""
+
+    def __init__(self, model: ClosedChain, q: Array):
+        self.model = model
+        self.q = q
+        self.loops = [
+            LoopState(model.tree, factors, M_a, M_b, q) for factors, M_a, M_b in model.loops
+        ]
+
+    def _stack(self, per_closure: list[Array]) -> Array:
+        kinds = (c.kind for c in self.model.closures)
+        return np.concatenate(
+            [closure_residual(kind, X) for kind, X in zip(kinds, per_closure, strict=True)],
+            axis=-1,
+        )
+
+    def residual(self) -> Array:
+        """c (N, m)."""
+        return self._stack([loop.X for loop in self.loops])
+
+    def first(self, a: Direction) -> Array:
+        """``c'[a]`` (N, D, m)."""
+        return self._stack([loop.first(loop.zeta(*a)) for loop in self.loops])
+
+    def second(self, a: Direction, b: Direction) -> Array:
+        """``c''[a, b]`` (N, D, m) for paired directions."""
+        return self._stack([loop.second(loop.zeta(*a), loop.zeta(*b)) for loop in self.loops])
+
+    def third(self, a: Direction, w: Direction) -> Array:
+        """``c'''[a, a, w]`` (N, D, m) for paired directions, a without eta."""
+        return self._stack([loop.third(loop.zeta(*a), loop.zeta(*w)) for loop in self.loops])
+
+    def first_jacobian(self, b: Direction, with_eta: bool = False) -> Array:
+        """``d c'[b] / dx`` (N, D, m, n) or, ``with_eta``, (N, D, m, n + 6 (n + 1)).
+
+        Column i is ``c''[e_i, b]``: the derivative of ``K b`` along the unit
+        joint value (or eta component) i.
+        """
+        N, D = b[0].shape[:2]
+        n = self.model.n
+        width = n + 6 * (n + 1) if with_eta else n
+        parts = []
+        for closure, loop in zip(self.model.closures, self.loops, strict=True):
+            keep = loop.index < width
+            G = closure_residual(closure.kind, loop.first_jacobian(loop.zeta(*b), keep))
+            out = np.zeros((N, D, width, G.shape[-1]))
+            np.add.at(np.moveaxis(out, 2, 0), loop.index[keep], np.moveaxis(G, 2, 0))
+            parts.append(out)
+        return np.swapaxes(np.concatenate(parts, axis=-1), 2, 3)
+
+    def jacobian(self, with_eta: bool = False) -> Array:
+        """``K = dc/dq`` (N, m, n), or ``dc/d[q, eta]`` (N, m, n + 6 (n + 1)) ``with_eta``."""
+        N, n = self.q.shape
+        width = n + 6 * (n + 1) if with_eta else n
+        parts = []
+        for closure, loop in zip(self.model.closures, self.loops, strict=True):
+            G = lie.hat(loop.T) @ loop.X[:, None]  # d X / d x_c, (N, C, 4, 4)
+            r = closure_residual(closure.kind, G)  # (N, C, rows)
+            out = np.zeros((N, width, r.shape[-1]))
+            keep = loop.index < width
+            np.add.at(np.moveaxis(out, 1, 0), loop.index[keep], np.moveaxis(r[:, keep], 1, 0))
+            parts.append(out)
+        return np.swapaxes(np.concatenate(parts, axis=-1), 1, 2)
+
+    def misalignment(self) -> Array:
+        """Misalignment angle (N, closures) of every closure (closures module)."""
+        kinds = (c.kind for c in self.model.closures)
+        return np.stack(
+            [misalignment(kind, loop.X) for kind, loop in zip(kinds, self.loops, strict=True)],
+            axis=-1,
+        )
+
+
+def stack(*directions: Direction) -> Direction:
+    """Directions side by side along D (eta None only when every eta is None)."""
+    u = np.concatenate([d[0] for d in directions], axis=1)
+    if all(d[1] is None for d in directions):
+        return u, None
+    N, n = u.shape[0], u.shape[2]
+    e = [np.zeros((N, d[0].shape[1], n + 1, 6)) if d[1] is None else d[1] for d in directions]
+    return u, np.concatenate(e, axis=1)
+
+
+def joint_directions(N: int, n: int) -> Direction:
+    """The n unit joint directions for N samples."""
+    return np.broadcast_to(np.eye(n), (N, n, n)), None
+
+
+def eta_directions(N: int, n: int) -> Direction:
+    """The 6 (n + 1) unit eta directions for N samples."""
+    k = 6 * (n + 1)
+    return np.zeros((N, k, n)), np.broadcast_to(np.eye(k).reshape(k, n + 1, 6), (N, k, n + 1, 6))
+
+
+def vectors(x: Array) -> Direction:
+    """One joint direction per sample from x (N, n)."""
+    return x[:, None, :], None
+
+
+# ------------------------------------------------------------ public maps
+def _configurations(model: ClosedChain, q: ArrayLike, what: str = "q") -> tuple[Array, bool]:
+    return as_samples(q, model.n, what, model.tree.joint_names)
+
+
+def residual(model: ClosedChain, q: ArrayLike) -> Array:
+    """Closure residual c(q) (N, m) or (m,) (module docstring)."""
+    q, batched = _configurations(model, q)
+    r = Closures(model, q).residual()
+    return r if batched else r[0]
+
+
+def constraint_jacobian(model: ClosedChain, q: ArrayLike) -> Array:
+    """``K = dc/dq`` (N, m, n) or (m, n)."""
+    q, batched = _configurations(model, q)
+    K = Closures(model, q).jacobian()
+    return K if batched else K[0]
+
+
+class PassiveSolver:
+    """``K_p^+`` at N configurations (SVD); singular ones refused (or flagged: ``strict``)."""
+
+    def __init__(self, model: ClosedChain, K: Array, strict: bool = True):
+        self.model = model
+        self.K = K
+        U, s, Vt = np.linalg.svd(K[:, :, model.passive], full_matrices=False)
+        ratio = s[:, -1] / np.maximum(s[:, 0], np.finfo(float).tiny)
+        self.singular = ratio < SINGULAR
+        if strict and self.singular.any():
+            bad = int(np.flatnonzero(self.singular)[0])
+            raise WorkbenchError(
+                f"{model.name}: configuration {bad} (of {len(K)}) is singular for the passive "
+                f"joints (K_p condition number {1 / max(ratio[bad], 1e-300):.3g}): the closure "
+                "does not fix them there"
+            )
+        inverse = np.where(self.singular[:, None], 0.0, 1.0 / np.maximum(s, 1e-300))
+        self.pinv = np.swapaxes(Vt, 1, 2) @ (np.swapaxes(U, 1, 2) * inverse[:, :, None])
+
+    def solve(self, rhs: Array) -> Array:
+        """``K_p^+ rhs`` for rhs (N, m, k) -> (N, p, k)."""
+        return self.pinv @ rhs
+
+    def lift(self, rhs: Array) -> Array:
+        """Tree joint values (N, n, k) with zero actuated rows and passive ``-K_p^+ rhs``."""
+        out = np.zeros((rhs.shape[0], self.model.n, rhs.shape[2]))
+        out[:, self.model.passive] = -self.solve(rhs)
+        return out
+
+    def velocity_map(self) -> Array:
+        """S (N, n, a)."""
+        S = self.lift(self.K[:, :, self.model.active])
+        S[:, self.model.active] = np.eye(len(self.model.active))
+        return S
+
+
+def velocity_map(model: ClosedChain, q: ArrayLike) -> Array:
+    """``S = dq / dq_a`` (N, n, a) or (n, a) at closed configurations q."""
+    q, batched = _configurations(model, q)
+    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
+    return S if batched else S[0]
+
+
+def velocities(model: ClosedChain, q: ArrayLike, dqa: ArrayLike) -> Array:
+    """Joint velocities ``S dq_a`` (N, n) from the actuated ones (N, a)."""
+    q, batched = _configurations(model, q)
+    dqa, _ = as_samples(dqa, len(model.active), "dqa", model.actuated)
+    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
+    dq = (S @ dqa[..., None])[..., 0]
+    return dq if batched else dq[0]
+
+
+def acceleration_bias(closures: Closures, dq: Array, solver: PassiveSolver) -> Array:
+    """sigma (N, n): the joint accelerations at zero actuated acceleration."""
+    c2 = closures.second(vectors(dq), vectors(dq))  # c''[dq, dq]
+    return solver.lift(np.swapaxes(c2, 1, 2))[..., 0]
+
+
+def accelerations(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddqa: ArrayLike) -> Array:
+    """Joint accelerations ``S ddq_a + sigma`` (N, n) at a closed state (q, dq)."""
+    q, batched = _configurations(model, q)
+    dq, _ = _configurations(model, dq, "dq")
+    ddqa, _ = as_samples(ddqa, len(model.active), "ddqa", model.actuated)
+    closures = Closures(model, q)
+    solver = PassiveSolver(model, closures.jacobian())
+    ddq = (solver.velocity_map() @ ddqa[..., None])[..., 0]
+    ddq += acceleration_bias(closures, dq, solver)
+    return ddq if batched else ddq[0]
+
+
+def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = None) -> Array:
+    """Closed configurations (N, n) with actuated joints ``qa`` (N, a).
+
+    Predictor-corrector continuation from ``guess`` (a closed configuration,
+    default the model's home) along the straight path of the actuated
+    joints, per sample: each step predicts the passive joints along ``S``
+    and corrects them by Newton's method; a step that does not converge,
+    meets a singular configuration or needs a correction larger than
+    CORRECTION times the predicted move or changes the assembly mode (the
+    sign of ``det(B^T K_p)``, B the range of K_p at the guess: it flips only
+    through a singularity) is halved, so the assembly mode of the guess is
+    kept. Raises WorkbenchError naming the sample when the closure cannot
+    be met (motors outside the workspace) or the path crosses a singularity.
+    """
+    qa, batched = as_samples(qa, len(model.active), "qa", model.actuated)
+    N = len(qa)
+    start = model.home if guess is None else guess
+    q, _ = _configurations(model, np.broadcast_to(start, (N, model.n)), "guess")
+    ok, q = _newton(model, q.copy(), np.ones(N, dtype=bool))  # the guess onto the closure
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise WorkbenchError(
+            f"{model.name}: the starting configuration of sample {i} is not near a closed "
+            "configuration (Newton's method on the passive joints does not converge there)"
+        )
+    K_p = Closures(model, q).jacobian()[:, :, model.passive]
+    basis = np.linalg.svd(K_p, full_matrices=False)[0]  # range of K_p at the guess
+    mode = _mode(basis, K_p)
+    begin = q[:, model.active].copy()
+    distance = np.abs(qa - begin).max(axis=1)
+    done = np.zeros(N)
+    first_step = np.minimum(1.0, CONTINUATION_STEP / np.maximum(distance, 1e-300))
+    step = first_step.copy()
+    while np.any(done < 1.0):
+        idx = np.flatnonzero(done < 1.0)
+        goal = np.minimum(done[idx] + step[idx], 1.0)
+        target = begin[idx] + (qa - begin)[idx] * goal[:, None]
+        ok, q_new = _corrected_step(model, q[idx], target, basis[idx], mode[idx])
+        q[idx[ok]] = q_new[ok]
+        done[idx[ok]] = goal[ok]
+        step[idx[ok]] = np.minimum(2.0 * step[idx[ok]], first_step[idx[ok]])
+        step[idx[~ok]] /= 2.0
+        stuck = idx[~ok][step[idx[~ok]] < 1e-6 * first_step[idx[~ok]]]
+        if stuck.size:
+            i = int(stuck[0])
+            raise WorkbenchError(
+                f"{model.name}: the closure cannot be followed to actuated joints "
+                f"{np.round(qa[i], 6).tolist()} (sample {i}): stopped at "
+                f"{np.round(q[i, model.active], 6).tolist()}, a singular configuration or the "
+                "workspace boundary"
+            )
+    _check_branch(model, q)
+    return q if batched else q[0]
+
+
+def _mode(basis: Array, K_p: Array) -> Array:
+    """Assembly mode (N,): the sign of det(basis^T K_p), which flips only through a singularity."""
+    return np.sign(np.linalg.det(np.swapaxes(basis, 1, 2) @ K_p))
+
+
+def _corrected_step(
+    model: ClosedChain, q: Array, target: Array, basis: Array, mode: Array
+) -> tuple[np.ndarray, Array]:
+    """One continuation step per sample: (success mask, new configurations)."""
+    solver = PassiveSolver(model, Closures(model, q).jacobian(), strict=False)
+    move = target - q[:, model.active]
+    predicted = q + (solver.velocity_map() @ move[..., None])[..., 0]
+    predicted[:, model.active] = target
+    ok, x = _newton(model, predicted.copy(), ~solver.singular)
+    ok &= _mode(basis, Closures(model, x).jacobian()[:, :, model.passive]) == mode
+    moved = np.abs(predicted - q).max(axis=1)
+    ok &= np.abs(x - predicted).max(axis=1) <= CORRECTION * moved + 1e-12
+    return ok, x
+
+
+def _newton(
+    model: ClosedChain, x: Array, ok: np.ndarray, iterations: int = 8
+) -> tuple[np.ndarray, Array]:
+    """Newton's method on the passive joints of the samples still ``ok``: (converged, x)."""
+    for _ in range(iterations):
+        closures = Closures(model, x)
+        r = closures.residual()
+        converged = np.abs(r).max(axis=1) < TOLERANCE
+        if np.all(converged | ~ok):
+            break
+        newton = PassiveSolver(model, closures.jacobian(), strict=False)
+        ok &= ~newton.singular
+        x[:, model.passive] -= newton.solve(r[..., None])[..., 0] * (~converged)[:, None]
+    residual_norm = np.abs(Closures(model, x).residual()).max(axis=1)
+    return ok & np.isfinite(residual_norm) & (residual_norm < 1e3 * TOLERANCE), x
+
+
+def _check_branch(model: ClosedChain, q: Array) -> None:
+    """Refuse the spurious roots of rotation and revolute closures (closures module)."""
+    angle = Closures(model, q).misalignment()
+    if np.any(angle > np.pi / 2):
+        i, k = np.unravel_index(int(np.argmax(angle)), angle.shape)
+        raise WorkbenchError(
+            f"{model.name}: closure '{model.closures[k].name}' closed with its frames "
+            f"{np.rad2deg(angle[i, k]):.1f} deg apart at sample {i}: a spurious half-turn root"
+        )
+
+
+def independent_rows(model: ClosedChain, q: Array | None = None) -> np.ndarray:
+    """Rows of c that are independent at ``q`` (default home): pivoted QR of K^T."""
+    from scipy.linalg import qr
+
+    K = constraint_jacobian(model, model.home if q is None else q)
+    _, R, pivots = qr(K.T, pivoting=True, mode="economic")
+    diagonal = np.abs(np.diag(R))
+    rank = int(np.sum(diagonal > 1e-9 * max(diagonal.max(initial=0.0), 1.0)))
+    return np.sort(pivots[:rank])
+
+
+def check_assembly(model: ClosedChain) -> None:
+    """Refuse a model whose home is not closed or whose motors do not fix the passive joints."""
+    r = residual(model, model.home)
+    if np.abs(r).max() > 1e-9:
+        row = int(np.argmax(np.abs(r)))
+        rows = np.cumsum([c.rows for c in model.closures])
+        closure = model.closures[int(np.searchsorted(rows, row, side="right"))]
+        raise WorkbenchError(
+            f"{model.where}: the home configuration is not closed: closure '{closure.name}' "
+            f"has residual {abs(r[row]):.3g} (set [home] to a closed configuration)"
+        )
+    K = constraint_jacobian(model, model.home)
+    rank = np.linalg.matrix_rank(K, tol=1e-9)
+    passive = len(model.passive)
+    if rank != passive or np.linalg.matrix_rank(K[:, model.passive], tol=1e-9) != passive:
+        raise WorkbenchError(
+            f"{model.where}: the closures fix {rank} of the {passive} passive joints at home "
+            f"(mobility {model.n - rank} with {len(model.active)} actuated joints); the motors "
+            "must determine the passive joints"
+        )

@@ -1,0 +1,209 @@
+"""Closed-chain mechanisms: a spanning tree, its loop closures and its motors.
+
+A :class:`ClosedChain` is a :class:`~workbench.chain.Chain` (the spanning
+tree, read from a URDF in which every loop is cut) plus the closures that
+join pairs of its frames again (:mod:`workbench.closed_chains.closures`) and
+the names of the actuated joints. Every other tree joint is passive and
+follows from the closures. A cut revolute joint is kept in the tree as a
+joint to a massless link whose frame is then closed by a ``rotation``,
+``point`` or ``revolute`` closure; a cut ball joint is a ``point`` closure
+between the two links themselves.
+
+The description is a small TOML file beside the URDF::
+
+    urdf = "planar_fivebar.urdf"
+    actuated = ["joint_1", "joint_4"]
+    tool = "tool"                     # frame the reaching task moves
+    task = "position"                 # or "pointing" (the tool's z axis)
+
+    [home]                            # a closed configuration (default 0)
+    joint_2 = 1.2
+
+    [[closure]]
+    name = "elbow"
+    type = "revolute"                 # point, rotation, weld, revolute, planar
+    frames = ["link_2_tip", "link_3_tip"]
+
+Joint values, eta blocks and inertias keep the tree's joint order; ``eta``
+has the tree's layout (6 (n + 1): one block per joint, then the tool) and
+moves joint twists, link frames and the tool as ``Chain.with_eta`` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from workbench.chain import Chain
+from workbench.closed_chains.closures import ROWS
+from workbench.closed_chains.loops import Factor, loop_factors
+from workbench.config import Section, read_toml
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+TASKS = ("pointing", "position")
+
+
+@dataclass(frozen=True)
+class Closure:
+    """A loop closure of type ``kind`` between the frames named ``frames`` (A, B)."""
+
+    name: str
+    kind: str
+    frames: tuple[str, str]
+
+    @property
+    def rows(self) -> int:
+        return ROWS[self.kind]
+
+
+@dataclass(frozen=True)
+class FrameRef:
+    """Where a closure or tool frame sits: its link, its pose at q = 0, its eta block."""
+
+    link: int
+    placement: Array
+    block: int | None
+
+
+@dataclass(frozen=True, eq=False)
+class ClosedChain:
+    """A spanning tree with loop closures and actuated joints (see the module docstring)."""
+
+    tree: Chain
+    closures: tuple[Closure, ...]
+    actuated: tuple[str, ...]
+    home: Array
+    task: str = "position"
+    name: str = "closed_chain"
+    urdf_path: Path | None = None
+    source: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        for joint in self.actuated:
+            self.tree.joint_index(joint)  # raises for an unknown joint
+        if len(set(self.actuated)) != len(self.actuated) or not self.actuated:
+            raise WorkbenchError(f"{self.where}: actuated joints must be distinct and non-empty")
+        for closure in self.closures:
+            if closure.kind not in ROWS:
+                raise WorkbenchError(
+                    f"{self.where}: closure '{closure.name}' has type '{closure.kind}'; "
+                    f"types are {', '.join(ROWS)}"
+                )
+            for frame in closure.frames:
+                self.tree.parent_of(frame)  # raises naming the model's frames
+        if self.task not in TASKS:
+            raise WorkbenchError(f"{self.where}: task must be one of {', '.join(TASKS)}")
+        if np.shape(self.home) != (self.n,):
+            raise WorkbenchError(f"{self.where}: home has shape {np.shape(self.home)}")
+
+    # ------------------------------------------------------------ structure
+    @property
+    def where(self) -> str:
+        return str(self.source) if self.source is not None else self.name
+
+    @property
+    def n(self) -> int:
+        """Number of tree joints."""
+        return self.tree.n
+
+    @functools.cached_property
+    def active(self) -> np.ndarray:
+        """Indices of the actuated joints in the tree's joint order."""
+        return np.array([self.tree.joint_index(j) for j in self.actuated])
+
+    @functools.cached_property
+    def passive(self) -> np.ndarray:
+        """Indices of the passive joints (every other tree joint), in tree order."""
+        return np.setdiff1d(np.arange(self.n), self.active)
+
+    @property
+    def n_residuals(self) -> int:
+        """Rows of the stacked closure residual (redundant rows included)."""
+        return sum(c.rows for c in self.closures)
+
+    @functools.cached_property
+    def closure_frames(self) -> tuple[tuple[FrameRef, FrameRef], ...]:
+        """The (A, B) frames of every closure, resolved on the tree."""
+        return tuple((self.frame(a), self.frame(b)) for a, b in (c.frames for c in self.closures))
+
+    @functools.cached_property
+    def loops(self) -> tuple[tuple[tuple[Factor, ...], Array, Array], ...]:
+        """Per closure the loop's factors and the placements of frames A and B at q = 0."""
+        return tuple(
+            (loop_factors(self.tree, A.link, A.block, B.link, B.block), A.placement, B.placement)
+            for A, B in self.closure_frames
+        )
+
+    @functools.cached_property
+    def tool(self) -> FrameRef:
+        """The tool frame (the tree's tool, moved by the last eta block)."""
+        return FrameRef(self.tree.tool_parent, self.tree.tool_frame, self.n)
+
+    def frame(self, name: str) -> FrameRef:
+        """A frame by name: links move with their joint's eta block, attached frames do not."""
+        link = self.tree.parent_of(name)
+        own = name in self.tree.link_names
+        return FrameRef(link, self.tree.placement_of(name), link if own else None)
+
+    # --------------------------------------------------------------- copies
+    def with_tree(self, tree: Chain) -> ClosedChain:
+        """The same closures and motors on another tree (same joints and frames)."""
+        if tree.joint_names != self.tree.joint_names:
+            raise WorkbenchError(f"{self.where}: the new tree has other joints")
+        return replace(self, tree=tree)
+
+    def with_eta(self, eta: ArrayLike) -> ClosedChain:
+        """Joint twists, link frames and tool moved by ``eta`` (6 (n + 1),), see Chain.with_eta.
+
+        The home configuration is kept; it is a guess, not a promise of
+        closure, for the moved mechanism.
+        """
+        return self.with_tree(self.tree.with_eta(eta))
+
+    def with_inertias(self, inertias: ArrayLike) -> ClosedChain:
+        """The same mechanism with other link inertias (n, 6, 6), base frame at q = 0."""
+        return self.with_tree(replace(self.tree, inertias=np.asarray(inertias, dtype=float)))
+
+    # ---------------------------------------------------------------- files
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike) -> ClosedChain:
+        """Read a closure file (module docstring) and the URDF it names."""
+        from workbench.urdf import load_urdf
+
+        path = Path(path)
+        top = Section(read_toml(path, "closure file"), str(path))
+        urdf = path.parent / top.string("urdf")
+        tool = top.string("tool", None)
+        tree = load_urdf(urdf, tool_frame=tool)
+        actuated = tuple(top.strings("actuated"))
+        task = top.string("task", "position", choices=TASKS)
+        home_table = top.section("home")
+        home = np.zeros(tree.n)
+        for joint in list(home_table.table):
+            home[tree.joint_index(joint)] = home_table.number(joint)
+        home_table.done()
+        closures = []
+        for section in top.sections("closure"):
+            frames = section.strings("frames", length=2)
+            closures.append(
+                Closure(
+                    section.string("name", f"closure_{len(closures) + 1}"),
+                    section.string("type", choices=ROWS),
+                    (frames[0], frames[1]),
+                )
+            )
+            section.done()
+        if not closures:
+            raise WorkbenchError(f"{path}: no [[closure]] tables; a closed chain needs one")
+        top.done()
+        model = cls(tree, tuple(closures), actuated, home, task, tree.name, urdf, path)
+        from workbench.closed_chains.kinematics import check_assembly
+
+        check_assembly(model)
+        return model
