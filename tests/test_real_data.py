@@ -85,7 +85,8 @@ def test_tx40_beats_the_published_nominal_model_on_held_out_data(tx40_run):
     assert summary["heldout_relative_rms"] == held["calibrated"]["relative_rms"]
     assert held["calibrated"]["relative_rms"] < held["nominal"]["relative_rms"]
     assert summary["terms"] == ["friction", "rotor_inertia", "offset", "coupled_motors"]
-    assert summary["warnings"] == []
+    # without --physical some identified link inertias are not positive definite: said once
+    assert [w.split(":")[0] for w in summary["warnings"]] == ["the calibrated model"]
 
 
 def test_tx40_outputs_read_back(tx40_run):

@@ -1,4 +1,11 @@
-"""Checking user arrays: shape, batch axis and finiteness, with errors that say where."""
+"""Checking user arguments: arrays (shape, batch axis, real and finite values) and the chain.
+
+Every public entry point checks what a user passes before any compiled code
+sees it, with a :class:`~workbench.errors.WorkbenchError` that names the
+argument: a string or ``None`` where a :class:`~workbench.chain.Chain` is
+expected, complex numbers (never silently reduced to their real part),
+wrong shapes, NaN and inf.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +27,7 @@ def as_samples(
     for NaN or inf, the first offending sample and column (``labels`` names
     the columns, e.g. joint names).
     """
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise WorkbenchError(f"{what} is not a numeric array: {exc}") from exc
+    arr = as_real_array(x, what)
     batched = arr.ndim == 2
     if arr.ndim == 1:
         arr = arr[None, :]
@@ -39,6 +43,30 @@ def as_samples(
             f"({bad.sum()} non-finite entries)"
         )
     return np.ascontiguousarray(arr), batched
+
+
+def as_real_array(x: ArrayLike, what: str) -> NDArray[np.float64]:
+    """``x`` as a float array; complex, non-numeric or ragged input is an error naming ``what``."""
+    try:
+        raw = np.asarray(x)
+        real = raw.dtype.kind != "c"
+        arr = raw.astype(float, copy=False) if real else raw
+    except (TypeError, ValueError) as exc:
+        raise WorkbenchError(f"{what} is not a numeric array: {exc}") from None
+    if not real:
+        raise WorkbenchError(f"{what} is complex; expected real numbers")
+    return arr
+
+
+def check_chain(chain: object, what: str = "chain") -> None:
+    """Raise unless ``chain`` is a :class:`~workbench.chain.Chain` (naming the argument)."""
+    from workbench.chain import Chain
+
+    if not isinstance(chain, Chain):
+        hint = " (load one with wb.models.load or wb.load_urdf)" if isinstance(chain, str) else ""
+        raise WorkbenchError(
+            f"{what} must be a workbench Chain; got {type(chain).__name__} {chain!r:.60}{hint}"
+        )
 
 
 def same_batch(*arrays: tuple[NDArray[np.float64], str]) -> int:

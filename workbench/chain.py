@@ -39,6 +39,11 @@ from workbench.lie import Array
 REVOLUTE = "revolute"
 PRISMATIC = "prismatic"
 
+# check_inertias: a principal moment may fall below zero by this fraction of the largest
+# one (rounding in published models) plus an absolute slack for numerically zero inertias.
+INERTIA_RTOL = 1e-3
+INERTIA_ATOL = 1e-9  # kg m^2
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -276,3 +281,56 @@ class Chain:
             return -1, np.eye(4)
         names = [self.base_name, *self.link_names, *(f.name for f in self.attached_frames)]
         raise WorkbenchError(f"unknown frame '{name}'; the model's frames are {', '.join(names)}")
+
+
+def check_inertias(chain: Chain, source: str | None = None) -> None:
+    """Refuse link inertias that no body has, naming the link (``source``: the model).
+
+    Physically impossible, an error: a mass that is negative, NaN or inf; a
+    massless link with a first moment or rotational inertia; a rotational
+    inertia about the centre of mass that is not positive semi-definite (a
+    principal moment below zero by more than ``INERTIA_RTOL`` of the largest
+    plus ``INERTIA_ATOL``), for which accelerations and simulations are
+    meaningless.
+
+    Accepted: a link with no mass and no inertia (a URDF without
+    ``<inertial>``, a kinematic model, a virtual link between two joints), a
+    point mass (zero inertia about its centre of mass), and principal moments
+    that violate the triangle inequality (the largest above the sum of the
+    other two: no rigid body has them, but the spatial inertia stays positive
+    definite, Pinocchio's ``Inertia.Random()`` draws such inertias, published
+    models round into them and identified ones often have them; ``workbench
+    calibrate --physical`` fits fully consistent ones). Fixed frames carry no
+    inertia of their own: Pinocchio adds a fixed body's inertia to its link.
+    """
+    prefix = f"{source}: " if source else ""
+    phi = chain.phi
+    for i, name in enumerate(chain.link_names):
+        problem = _impossible_inertia(phi[i])
+        if problem:
+            raise WorkbenchError(
+                f"{prefix}link '{name}' (moved by joint '{chain.joint_names[i]}') has a "
+                f"physically impossible inertia: {problem}"
+            )
+
+
+def _impossible_inertia(phi: Array) -> str | None:
+    """Why phi (10,) is no body's inertia (see :func:`check_inertias`), or None."""
+    mass = float(phi[0])
+    if not np.all(np.isfinite(phi)):
+        return "NaN or inf"
+    if mass < 0:
+        return f"mass {mass:.6g} kg is negative"
+    if mass == 0:
+        if np.any(np.abs(phi[1:]) > INERTIA_ATOL):
+            return "no mass but a first moment or rotational inertia"
+        return None
+    _, _, I_c = inertia.com_from_phi(phi)
+    moments = np.linalg.eigvalsh(I_c)  # ascending
+    if moments[0] < -(INERTIA_RTOL * abs(moments[-1]) + INERTIA_ATOL):
+        listing = ", ".join(f"{m:.4g}" for m in moments)
+        return (
+            f"principal moments of inertia about the centre of mass ({listing}) kg m^2 "
+            "include a negative one"
+        )
+    return None

@@ -3,15 +3,20 @@
 Each subcommand lives in ``workbench/commands/<name>.py`` with a ``HELP``
 line, ``add_arguments(parser)`` and ``run(args) -> int``; this module only
 dispatches. A :class:`~workbench.errors.WorkbenchError` becomes one line on
-stderr and exit code 2.
+stderr and exit code 2; Ctrl-C ends with "interrupted" and exit code 130,
+SIGTERM with "terminated" and 143, both after the clean-up of half-written
+files (:mod:`workbench.io`); a closed pipe (``workbench info iiwa | head``)
+ends quietly with 141, as for other command-line tools.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
+from workbench import __version__
 from workbench.errors import WorkbenchError
 
 COMMANDS = {
@@ -23,19 +28,29 @@ COMMANDS = {
 }
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; options with a default say it ("(default: ...)")."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS)
+        if shown and action.option_strings and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``workbench`` parser with one subparser per command."""
     parser = argparse.ArgumentParser(
         prog="workbench",
         description="Optimal control, design and calibration of robots on Pinocchio and CasADi.",
     )
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
         command = sub.add_parser(
-            name,
-            help=module.HELP,
-            description=module.__doc__,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            name, help=module.HELP, description=module.__doc__, formatter_class=HelpFormatter
         )
         module.add_arguments(command)
         command.set_defaults(run=module.run)
@@ -43,16 +58,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code (module docstring)."""
+    from workbench.io import Terminated, raise_on_sigterm
+
     args = build_parser().parse_args(argv)
+    raise_on_sigterm()
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except WorkbenchError as exc:
         message = " ".join(str(exc).split())
         print(f"workbench {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except Terminated:
+        print(f"workbench {args.command}: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"workbench {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that flushing it at exit does not raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -2,13 +2,22 @@
 
 Every writer in the project goes through :func:`atomic_write` (one file) or
 :func:`results_directory` (a set of files that lands together).
+
+Interrupts leave nothing behind: the command line turns SIGTERM into
+:class:`Terminated` (a :class:`KeyboardInterrupt`, so that every ``finally``
+block runs and removes its temporary files, :func:`raise_on_sigterm`), and a
+process killed outright (SIGKILL, power loss) leaves a staging folder named
+after its process id, which the next :func:`results_directory` beside it
+removes once that process is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,13 +36,18 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise WorkbenchError(f"cannot create output directory {path.parent}: {exc}") from exc
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WorkbenchError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         write(tmp)
         tmp.chmod(0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
+    except OSError as exc:
+        raise WorkbenchError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return path
@@ -50,17 +64,53 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def check_output_directory(out: str | os.PathLike) -> Path:
+def check_output_directory(out: str | os.PathLike, option: str = "--out") -> Path:
     """Fail early, before any computation, when ``out`` cannot become a results directory."""
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise WorkbenchError(f"--out {out} exists and is not a directory")
-    parent = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
-    if not parent.is_dir():
-        raise WorkbenchError(f"--out {out}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise WorkbenchError(f"--out {out}: no permission to write in {parent}")
+        raise WorkbenchError(f"{option} {out} exists and is not a directory")
+    _check_writable_parent(out, option)
     return out
+
+
+def check_output_file(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Fail early when ``path`` cannot become a file: a directory, or no place to write it."""
+    text = os.fspath(path)
+    path = Path(path)
+    if path.is_dir() or text.endswith(("/", os.sep)):
+        raise WorkbenchError(f"{option} {text} is a directory; give a file name")
+    _check_writable_parent(path.parent, option, shown=path)
+    return path
+
+
+def _check_writable_parent(out: Path, option: str, shown: Path | None = None) -> None:
+    """Raise unless the nearest existing directory at or above ``out`` is writable."""
+    shown = out if shown is None else shown
+    existing = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise WorkbenchError(f"{option} {shown}: {existing} is not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".workbench-probe.", dir=existing))
+    except OSError as exc:
+        raise WorkbenchError(
+            f"{option} {shown}: cannot write in {existing}: {exc.strerror or exc}"
+        ) from None
+
+
+MANIFEST_SUFFIX = ".workbench-files"  # beside DIR: .DIR.workbench-files lists DIR's results
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that clean-up code runs as for Ctrl-C."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def raise_on_sigterm() -> None:
+    """Make SIGTERM raise :class:`Terminated` in the main thread (the command line does this)."""
+    signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 @contextlib.contextmanager
@@ -68,23 +118,107 @@ def results_directory(out: str | os.PathLike) -> Iterator[Path]:
     """Stage a results directory and publish it only if the block succeeds.
 
     Yields a fresh staging directory beside ``out``. When the block exits
-    normally every staged file is moved into ``out`` (created if needed) with
-    an atomic rename, replacing files of the same name; when it raises, the
-    staging directory is deleted and ``out`` is left exactly as it was.
+    normally the staged files replace the results of the previous run in
+    ``out``: a directory that holds only what its last run listed (in the
+    hidden file ``.OUT.workbench-files`` beside it), or nothing, is swapped
+    for the staged one as a whole, with two renames; a directory that also
+    holds other files (a user's, or results written before the list existed)
+    keeps those, loses the files of the last run that this run does not
+    write, and gets each new file by an atomic rename. When the block raises (an error, Ctrl-C or
+    SIGTERM) the staging directory is deleted and ``out`` is left exactly as
+    it was. Stale staging directories of dead processes beside ``out`` are
+    removed first.
     """
-    out = Path(out)
+    out = Path(os.path.abspath(check_output_directory(out)))  # "." has no name to stage beside
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise WorkbenchError(f"cannot create output directory {out.parent}: {exc}") from exc
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    sweep_stale_staging(out)
+    stage = Path(
+        tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".staging", dir=out.parent)
+    )
     try:
         yield stage
-        out.mkdir(parents=True, exist_ok=True)
-        for item in sorted(stage.rglob("*")):
-            if item.is_file():
-                target = out / item.relative_to(stage)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(item, target)
+        _publish(stage, out)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def sweep_stale_staging(out: Path) -> None:
+    """Remove staging directories beside ``out`` left by processes that no longer run."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(\d+)\.[^.]+\.staging")
+    for stale in out.parent.iterdir():
+        match = pattern.fullmatch(stale.name)
+        if match and stale.is_dir() and not _running(int(match[1])):
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _manifest(out: Path) -> Path:
+    return out.parent / f".{out.name}{MANIFEST_SUFFIX}"
+
+
+def _files(directory: Path) -> set[str]:
+    """Paths of the files under ``directory``, relative to it."""
+    return {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()}
+
+
+def _previous_files(out: Path) -> set[str]:
+    """The files the last run listed for ``out`` (none without a readable list)."""
+    try:
+        text = _manifest(out).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {line for line in text.splitlines() if line and ".." not in Path(line).parts}
+
+
+def _publish(stage: Path, out: Path) -> None:
+    """Move the staged results into ``out`` (see :func:`results_directory`)."""
+    previous = _previous_files(out)
+    written = _files(stage)
+    atomic_write_text(_manifest(out), "".join(f"{name}\n" for name in sorted(written)))
+    if not out.exists() or (
+        not out.is_symlink() and _files(out) <= previous and not _holds_cwd(out)
+    ):
+        _swap(stage, out)
+        return
+    for name in sorted(previous - written):
+        (out / name).unlink(missing_ok=True)
+    for name in sorted(written):
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / name, target)
+
+
+def _holds_cwd(out: Path) -> bool:
+    """Whether the working directory is ``out`` or inside it (it must not be moved away)."""
+    return Path.cwd().resolve().is_relative_to(out.resolve())
+
+
+def _swap(stage: Path, out: Path) -> None:
+    """Put ``stage`` in place of ``out`` (absent, or holding only a previous run's results)."""
+    stage.chmod(0o777 & ~_umask())  # mkdtemp creates 0700; give the folder the usual mode
+    if not out.exists():
+        os.rename(stage, out)
+        return
+    aside = Path(
+        tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".staging", dir=out.parent)
+    )
+    os.rename(out, aside / "old")
+    try:
+        os.rename(stage, out)
+    except BaseException:
+        os.rename(aside / "old", out)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)

@@ -78,6 +78,18 @@ def example_robot_data_dir() -> Path:
     raise WorkbenchError("cannot find the robots/ directory of the example-robot-data package")
 
 
+def package_dirs(name: str) -> list[Path]:
+    """Where the ``package://`` mesh names of a named model's URDF resolve.
+
+    example-robot-data's URDFs name their meshes
+    ``package://example-robot-data/robots/...``, so the package directory is
+    the ``share/`` directory two levels above :func:`example_robot_data_dir`.
+    """
+    if _is_path(name) or _spec(name).source != "example-robot-data":
+        return []
+    return [example_robot_data_dir().parents[1]]
+
+
 def urdf_path(name: str) -> Path:
     """The URDF file behind a model name (or the path itself, for a URDF path)."""
     if _is_path(name):
@@ -106,11 +118,22 @@ def load_pinocchio(name: str):
     return model
 
 
-def load(name: str, tool_frame: str | None = None) -> Chain:
-    """A named model (see the module docstring), or a path to a URDF file, as a Chain."""
+def load(name: str, tool_frame: str | None = None, *, moving: bool = False) -> Chain:
+    """A named model (see the module docstring), or a path to a URDF file, as a Chain.
+
+    ``moving=True`` refuses a model without joints (nothing to simulate or calibrate).
+    """
     if _is_path(name):
-        return load_urdf(name, tool_frame=tool_frame)
-    return from_pinocchio(load_pinocchio(name), tool_frame=tool_frame or _spec(name).tool_frame)
+        chain = load_urdf(name, tool_frame=tool_frame)
+    else:
+        spec = _spec(name)
+        chain = from_pinocchio(load_pinocchio(name), tool_frame=tool_frame or spec.tool_frame)
+    if moving and chain.n == 0:
+        raise WorkbenchError(
+            f"model {name} has no revolute or prismatic joints: nothing moves "
+            "(its URDF joints are all fixed)"
+        )
+    return chain
 
 
 def _is_path(name: str) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 import pinocchio as pin
 
 from workbench import inertia, lie
-from workbench.chain import PRISMATIC, REVOLUTE, Chain, Frame
+from workbench.chain import PRISMATIC, REVOLUTE, Chain, Frame, check_inertias
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -36,12 +36,15 @@ _JOINTS = {
 }
 
 
-def from_pinocchio(model, tool_frame: str | None = None) -> Chain:
+def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = True) -> Chain:
     """Build a chain from a fixed-base Pinocchio model of revolute/prismatic joints.
 
     ``tool_frame`` names a frame of the model; the default is the
     model's last frame. Body and operational frames other than the link
-    frames are kept in :attr:`frames`.
+    frames are kept in :attr:`frames`. Link inertias that no rigid body has
+    are refused (:func:`workbench.chain.check_inertias`) unless ``physical``
+    is False (for reading back an identified model that only has to
+    reproduce torques).
     """
     n = model.njoints - 1
     kinds, axes = [], []
@@ -107,7 +110,7 @@ def from_pinocchio(model, tool_frame: str | None = None) -> Chain:
     tool_entry = next((f for f in frames if f.name == tool.name), own_link_frame)
     frames = [f for f in frames if f is not tool_entry]
     base_name = "base_link" if base_id is None else model.frames[base_id].name
-    return Chain(
+    chain = Chain(
         joint_names=tuple(model.names[1:]),
         link_names=tuple(link_names),
         parents=np.array([model.parents[j] - 1 for j in range(1, model.njoints)]),
@@ -129,6 +132,9 @@ def from_pinocchio(model, tool_frame: str | None = None) -> Chain:
         base_name=base_name,
         name=model.name or "robot",
     )
+    if physical:
+        check_inertias(chain, f"model '{chain.name}'")
+    return chain
 
 
 def from_urdf(cls, path: str | os.PathLike, tool_frame: str | None = None) -> Chain:

@@ -63,25 +63,31 @@ def read_log(
     drop_bad_rows: bool = False,
     savgol_window: int = 11,
     savgol_order: int = 4,
+    progress: bool = False,
 ) -> Log:
     """Read a table log or a log description (``.toml``) for ``chain``.
 
     ``require`` lists what the calibration needs: ``"tau"`` and/or
-    ``"position"`` (tool or marker positions). The input files are only read.
+    ``"position"`` (tool or marker positions); ``progress`` shows a progress
+    bar while CSV files are parsed. The input files are only read.
     """
     path = Path(path)
     description = path.suffix.lower() == ".toml"
     if description:
-        log = recording.read_description(path, chain, drop_bad_rows=drop_bad_rows)
+        log = recording.read_description(
+            path, chain, drop_bad_rows=drop_bad_rows, progress=progress
+        )
     else:
-        log = _read_table_log(path, chain, require, drop_bad_rows, savgol_window, savgol_order)
+        table = read_table(path, drop_bad_rows=drop_bad_rows, increasing="t", progress=progress)
+        log = _table_log(table, chain, require, savgol_window, savgol_order)
     _check_required(log, require)
     plausibility.check_log(log, chain, channels=not description)
     return log
 
 
-def _read_table_log(path, chain, require, drop_bad_rows, savgol_window, savgol_order) -> Log:
-    table = read_table(path, drop_bad_rows=drop_bad_rows, increasing="t")
+def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order) -> Log:
+    """The Log of a table in the project's columns (module docstring)."""
+    path = table.path
     columns = _check_header(table, chain, require)
     if len(table) < 2:
         raise WorkbenchError(f"{path}: needs at least 2 valid samples, found {len(table)}")

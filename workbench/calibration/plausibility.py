@@ -13,6 +13,12 @@ still be usable) naming the column and the likely cause:
   error (degrees, or a time column in ms);
 * measured marker positions spread over more than 20 times the robot's
   reach: an error ("looks like millimetres");
+* measured marker positions that spread (RMS distance from their mean, which
+  no measurement frame changes) more than 10 times as far as the model moves
+  the marker's frame along the logged q, or less than a tenth as far: an
+  error naming millimetres (ratio near 1000), or joint positions in degrees
+  or the wrong marker frame (ratio below 0.1). Frames that the logged motion
+  moves less than 5 mm (RMS) are not compared;
 * a torque channel that never changes: an error (disconnected or not
   logged); a joint that never moves: a warning (its parameters cannot be
   identified);
@@ -26,11 +32,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from workbench.calibration.samples import Log
 from workbench.chain import PRISMATIC, Chain
+from workbench.dynamics.kinematics import forward_kinematics
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
 
@@ -38,6 +46,9 @@ _RANGE_MARGIN = 0.1  # of the joint range
 _SPEED_FACTOR = 2.0  # times the velocity limit, at the 99th percentile
 _SATURATED = 0.01  # fraction of samples at the extreme value
 _REACH_FACTOR = 20.0
+_SPREAD_RATIO = 10.0  # measured against modelled marker spread, either way
+_MIN_SPREAD = 0.005  # m: frames that move less are not compared
+_SPREAD_SAMPLES = 2000  # at most this many samples enter the comparison
 
 
 def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
@@ -58,6 +69,7 @@ def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
             log.q, [where[f"q_{j}"] for j in chain.joint_names], constant="warn", saturation=False
         )
     _check_marker_spread(log, chain)
+    _check_marker_scale(log, chain)
 
 
 def check_channels(
@@ -164,3 +176,37 @@ def _check_marker_spread(log: Log, chain: Chain) -> None:
                 f"more than {_REACH_FACTOR:.0f} times the robot's reach ({reach:.3g} m); "
                 "the values look like millimetres"
             )
+
+
+def _spread(points: Array) -> float:
+    """RMS distance of points (N, 3) from their mean: the same in any measurement frame."""
+    return float(np.sqrt(np.mean(np.sum((points - points.mean(axis=0)) ** 2, axis=1))))
+
+
+def _check_marker_scale(log: Log, chain: Chain) -> None:
+    """Compare each marker's measured spread with its frame's spread along the logged q."""
+    rows = np.unique(np.linspace(0, len(log) - 1, min(len(log), _SPREAD_SAMPLES)).astype(int))
+    for marker in log.measured_markers():
+        if marker.position is None or len(marker.position) < 3:
+            continue
+        frame = marker.frame or chain.tool_name
+        carrier = replace(
+            chain, tool_parent=chain.parent_of(frame), tool_frame=chain.placement_of(frame)
+        )
+        modelled = _spread(forward_kinematics(carrier, log.q[rows])[:, :3, 3])
+        measured = _spread(marker.position[rows])
+        if modelled < _MIN_SPREAD or measured == 0:
+            continue
+        ratio = measured / modelled
+        if 1 / _SPREAD_RATIO <= ratio <= _SPREAD_RATIO:
+            continue
+        if ratio > _SPREAD_RATIO:
+            cause = "the values look like millimetres" if 300 <= ratio <= 3000 else "a wrong unit?"
+        else:
+            cause = "are the joint positions in degrees, or is the marker on another frame?"
+        source = log.columns.get(f"marker:{marker.name}", log.source)
+        raise WorkbenchError(
+            f"{source}: positions of marker '{marker.name}' spread over {measured:.4g} m (RMS "
+            f"about their mean) while the model moves frame '{frame}' over {modelled:.4g} m "
+            f"along the logged joint positions, {ratio:.3g} times as far; {cause}"
+        )

@@ -122,12 +122,17 @@ class Transmission:
     torque: Array  # (n, n)
 
 
-def read_description(path: str | Path, chain: Chain, *, drop_bad_rows: bool = False) -> Log:
-    """Read the recording a log description describes (module docstring) as a :class:`Log`."""
+def read_description(
+    path: str | Path, chain: Chain, *, drop_bad_rows: bool = False, progress: bool = False
+) -> Log:
+    """Read the recording a log description describes (module docstring) as a :class:`Log`.
+
+    ``progress`` shows a progress bar while each CSV file is parsed.
+    """
     path = Path(path)
     top = Section(read_toml(path, "log description"), str(path))
     top.string("description", "")
-    reader = _Reader(path.parent, drop_bad_rows)
+    reader = _Reader(path.parent, drop_bad_rows, progress)
     time = top.section("time")
     if "sample_period" in time:
         reader.drop_bad_rows = False  # filtering needs every sample: bad cells are errors
@@ -216,16 +221,19 @@ def read_description(path: str | Path, chain: Chain, *, drop_bad_rows: bool = Fa
 class _Reader:
     """Tables by path, read once, relative to the description's directory."""
 
-    def __init__(self, base: Path, drop_bad_rows: bool) -> None:
+    def __init__(self, base: Path, drop_bad_rows: bool, progress: bool = False) -> None:
         self.base = base
         self.drop_bad_rows = drop_bad_rows
+        self.progress = progress
         self.cache: dict[Path, Table] = {}
 
     def table(self, section: Section, key: str = "file", default: str | None = None) -> Table:
         name = section.string(key, default) if default is not None else section.string(key)
         path = (self.base / name).resolve()
         if path not in self.cache:
-            self.cache[path] = read_table(path, drop_bad_rows=self.drop_bad_rows)
+            self.cache[path] = read_table(
+                path, drop_bad_rows=self.drop_bad_rows, progress=self.progress
+            )
         return self.cache[path]
 
 

@@ -23,32 +23,43 @@ The results directory holds
   :func:`workbench.calibration.drives.read_drive_file`);
 * ``residuals.png`` (held-out RMS per channel on a log scale, residual
   histograms) and, for torques, ``heldout_torques.png`` (measured, nominal
-  and calibrated torque per joint on the held-out samples).
+  and calibrated torque per joint on the held-out samples);
+* ``report.html``: the page to open first, with the summary table, the
+  warnings and the plots inline (:mod:`workbench.viz.report_page`).
+
+A fit that makes the held-out error worse is still written (the command
+line then exits with code 1); figures that do not exist (a NaN) are
+``null`` in ``summary.json``, which stays valid JSON.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from workbench.calibration.kinds import Options, kind
 from workbench.calibration.samples import Log
 from workbench.calibration.validation import EndSplit, Folds, relative_rms
-from workbench.chain import Chain
-from workbench.errors import WorkbenchError
+from workbench.chain import Chain, check_inertias
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.io import atomic_write_text
 from workbench.lie import Array
-from workbench.urdf import load_urdf, write_urdf
+from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
+from workbench.urdf import write_urdf
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
+from workbench.viz.report_page import write_report_page
 
 
 @dataclass(frozen=True)
@@ -91,10 +102,41 @@ def calibrate(
 ) -> CalibrationReport:
     """Calibrate ``chain`` on ``log`` and validate it (module docstring)."""
     options = options or Options()
+    with tqdm(
+        total=2, desc=f"{kind_name} calibration: equations", unit="fit", file=sys.stderr,
+        disable=not options.progress, bar_format="{desc} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]",
+    ) as bar:  # fmt: skip
+        if not options.progress:
+            return _calibrate(chain, kind_name, log, validation, options, bar)
+        with contextlib.redirect_stderr(_LinesAboveBar(bar)):  # solver lines above the bar
+            return _calibrate(chain, kind_name, log, validation, options, bar)
+
+
+class _LinesAboveBar(io.TextIOBase):
+    """A text stream whose complete lines are written above a tqdm progress bar."""
+
+    def __init__(self, bar: tqdm) -> None:
+        self.bar, self.pending = bar, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            self.bar.write(line, file=self.bar.fp)
+        return len(text)
+
+
+def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationReport:
+    """:func:`calibrate`, advancing ``bar`` after the equations and after each fit."""
     spec = kind(kind_name)
     problem = spec.prepare(chain, log, options)
-    _say(options, f"{kind_name} calibration: fitting {len(problem.times)} samples")
+    bar.update()
+    bar.set_description(f"{kind_name} calibration: fitting {len(problem.times)} samples")
     full = problem.fit(None)
+    bar.update()
     problem.options = replace(options, progress=False)  # validation fits run quietly
     everything = np.arange(len(problem.times))
     train_after = problem.errors(full, everything)
@@ -116,14 +158,16 @@ def calibrate(
         scheme = validation or default_validation(log)
         label = scheme.label
         splits = scheme.splits(problem.times)
+        bar.total += len(splits)
         after = np.full_like(train_after, np.nan)
         before = np.full_like(train_before, np.nan)
         held = np.zeros(len(problem.times), dtype=bool)
-        for f, (train, test) in enumerate(splits):
-            _say(options, f"{kind_name} calibration: validation fit {f + 1} of {len(splits)}")
+        bar.set_description(f"{kind_name} calibration: validation fits")
+        for train, test in splits:
             after[test] = problem.errors(problem.fit(train), test)
             before[test] = problem.errors(problem.baseline(train), test)
             held[test] = True
+            bar.update()
             if len(splits) <= 20:
                 folds.append(
                     {"samples": int(test.size), **_numbers(problem.heldout(after[test], test))}
@@ -133,6 +177,9 @@ def calibrate(
         times, measured = problem.times[rows], problem.measured(rows)
         figures = problem.heldout(after, rows)
         nominal = problem.heldout(before, rows)
+    fitted = problem.summary(full)
+    _check_determined(log, train_after, fitted.get("identifiable_dimension"))
+    _check_measurable(log, len(times), figures, nominal)
     summary = {
         "kind": kind_name,
         "model": chain.name,
@@ -160,15 +207,17 @@ def calibrate(
         ],
         "velocities_estimated": log.differentiated,
         "preprocessing": {"decimation": log.decimation, "border_samples": log.border},
-        **problem.summary(full),
+        **fitted,
     }
     if problem.unit == "N m":
         summary["train_relative_rms"] = relative_rms(
             train_after + problem.measured(everything), problem.measured(everything)
         )
     heldout = HeldOut(times, after, before, measured, tuple(problem.labels), problem.unit)
+    calibrated = problem.chain(full)
+    _warn_if_impossible(calibrated)
     return CalibrationReport(
-        problem.chain(full),
+        calibrated,
         summary,
         problem.parameters(full),
         heldout,
@@ -177,9 +226,39 @@ def calibrate(
     )
 
 
-def _say(options: Options, message: str) -> None:
-    if options.progress:
-        print(message, file=sys.stderr, flush=True)
+def _check_determined(log: Log, residuals: Array, parameters: int | None) -> None:
+    """Refuse a fit with fewer equations (finite residual entries) than identified parameters."""
+    equations = int(np.count_nonzero(np.isfinite(residuals)))
+    if parameters is not None and equations < parameters:
+        raise WorkbenchError(
+            f"{log.source}: underdetermined calibration: {equations} equations from "
+            f"{residuals.shape[0]} samples for {parameters} identifiable parameters; "
+            "log more samples (or more motion)"
+        )
+
+
+def _check_measurable(log: Log, samples: int, *figures: dict[str, Any]) -> None:
+    """Refuse held-out samples on which the relative error is undefined (NaN or inf)."""
+    if all(math.isfinite(f["relative_rms"] or math.nan) for f in figures):
+        return
+    raise WorkbenchError(
+        f"{log.source}: the {samples} held-out sample(s) cannot measure the calibration (their "
+        "relative RMS is undefined: too few, or measurements that do not vary); hold out more "
+        "samples (--validation, --folds) or log more"
+    )
+
+
+def _warn_if_impossible(chain: Chain) -> None:
+    """Warn when the calibrated inertias are no rigid body's (workbench will not load them)."""
+    try:
+        check_inertias(chain, "the calibrated model")
+    except WorkbenchError as exc:
+        warnings.warn(
+            f"{exc}; it reproduces the identified torques, but workbench refuses to load it as "
+            "a robot model (calibrate with --physical for a physically consistent one)",
+            WorkbenchWarning,
+            stacklevel=3,
+        )
 
 
 def _rms(r: Array) -> float:
@@ -205,6 +284,33 @@ def json_ready(value: Any) -> Any:
     return value
 
 
+def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The summary table of ``report.html``: what ran on what, and the held-out figures."""
+    held = summary["heldout"]
+    unit = summary["rms"]["unit"]
+    return [
+        ("model", f"{summary['model']} (tool frame {summary['tool_frame']})"),
+        ("log", summary["log"]),
+        ("held out", f"{held['scheme']}, {held['samples']} samples"),
+        (
+            "held-out relative RMS, nominal -> calibrated",
+            f"{_figure(held['nominal']['relative_rms'])} -> "
+            f"{_figure(held['calibrated']['relative_rms'])}",
+        ),
+        (
+            f"held-out RMS [{unit}], nominal -> calibrated",
+            f"{_figure(summary['rms']['validation_before'])} -> "
+            f"{_figure(summary['rms']['validation_after'])}",
+        ),
+        ("samples fitted", summary["samples"]["fitted"]),
+        ("files", ", ".join(summary["files"])),
+    ]
+
+
+def _figure(value: Any) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
 def parameters_csv(rows: list[tuple[str, float, float]]) -> str:
     """``name,value,rel_std_percent`` text (relative std ``inf`` where the value is 0)."""
     buffer = io.StringIO()
@@ -223,7 +329,9 @@ def write_report(
     """Write the results (module docstring) into ``directory``."""
     directory = Path(directory)
     urdf = write_urdf(report.chain, directory / "calibrated.urdf", dynamics=report.dynamics)
-    reloaded = load_urdf(urdf, tool_frame=report.chain.tool_name)
+    reloaded = from_pinocchio(
+        load_urdf_model(urdf), tool_frame=report.chain.tool_name, physical=False
+    )
     if reloaded.joint_names != report.chain.joint_names:
         raise WorkbenchError(f"{urdf}: joint names changed when written")
     mismatch = {
@@ -235,18 +343,29 @@ def write_report(
         atomic_write_text(directory / name, text)
     atomic_write_text(directory / "parameters.csv", parameters_csv(report.parameters))
     h = report.heldout
-    plot_residuals(directory / "residuals.png", h.before, h.after, h.labels, unit=h.unit)
+    plots = [plot_residuals(directory / "residuals.png", h.before, h.after, h.labels, unit=h.unit)]
     if h.measured is not None:
-        plot_heldout_torques(
-            directory / "heldout_torques.png", h.t, h.measured, h.measured + h.after,
-            h.measured + h.before, h.labels,
+        plots.append(
+            plot_heldout_torques(
+                directory / "heldout_torques.png", h.t, h.measured, h.measured + h.after,
+                h.measured + h.before, h.labels,
+            )
         )  # fmt: skip
     summary = report.summary | {
         "urdf": urdf.name,
         "urdf_reload_max_difference": mismatch,
-        "files": sorted(["summary.json", "parameters.csv", "calibrated.urdf", *report.files]),
+        "files": sorted(
+            ["summary.json", "parameters.csv", "calibrated.urdf", "report.html", *report.files]
+        ),
         "warnings": warnings or [],
     }
+    write_report_page(
+        directory / "report.html",
+        f"{summary['kind']} calibration of {summary['model']}",
+        page_rows(summary),
+        plots,
+        warnings=summary["warnings"],
+    )
     text = json.dumps(json_ready(summary), indent=2, allow_nan=False)
     atomic_write_text(directory / "summary.json", text + "\n")
     return directory

@@ -13,21 +13,27 @@ for the ``increasing`` column, a value that does not increase) are left out
 and listed in :attr:`Table.dropped` instead.
 
 Well-formed files are parsed by NumPy's C reader; only when that fails is
-the file read again cell by cell to find and name the first bad cell.
+the file read again cell by cell to find and name the first bad cell. With
+``progress=True`` a progress bar (tqdm, on stderr) follows the parse of a
+CSV file by bytes read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
 import os
+import sys
+import warnings
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write
@@ -84,12 +90,17 @@ class Table:
 
 
 def read_table(
-    path: str | os.PathLike, *, drop_bad_rows: bool = False, increasing: str | None = None
+    path: str | os.PathLike,
+    *,
+    drop_bad_rows: bool = False,
+    increasing: str | None = None,
+    progress: bool = False,
 ) -> Table:
     """Read a CSV (``.csv``, ``.csv.gz``, or any other suffix) or NPZ table.
 
     ``increasing`` names a column whose values must strictly increase (a
-    time column). The file is only read.
+    time column); ``progress`` shows a progress bar while a CSV file is
+    parsed. The file is only read.
     """
     path = Path(path)
     if path.is_dir():
@@ -101,7 +112,7 @@ def read_table(
         lines = np.arange(values.shape[0]) + 2
         table = _clean(path, header, values, lines, drop_bad_rows, increasing)
     else:
-        table = _read_csv(path, drop_bad_rows, increasing)
+        table = _read_csv(path, drop_bad_rows, increasing, progress)
     if len(table) == 0:
         raise WorkbenchError(f"{path}: no data rows after the header")
     return table
@@ -127,28 +138,68 @@ def write_table(path: str | os.PathLike, columns: dict[str, Array]) -> Path:
 
 
 # ----------------------------------------------------------------------- CSV
-def _open_text(path: Path) -> io.TextIOBase:
-    raw = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+@contextlib.contextmanager
+def _open_text(path: Path, progress: bool = False) -> Iterator[io.TextIOBase]:
+    """The file as UTF-8 text (BOM skipped); with ``progress``, a bar counts the bytes read."""
+    with contextlib.ExitStack() as stack:
+        raw = stack.enter_context(open(path, "rb"))
+        if progress:
+            bar = stack.enter_context(
+                tqdm(
+                    total=path.stat().st_size, desc=f"reading {path.name}", unit="B",
+                    unit_scale=True, leave=False, file=sys.stderr,
+                )
+            )  # fmt: skip
+            raw = _CountedReader(raw, bar)
+        if path.suffix.lower() == ".gz":
+            raw = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        stack.callback(text.close)
+        yield text
+
+
+class _CountedReader(io.RawIOBase):
+    """A binary file whose reads advance a progress bar (the file is closed by its owner)."""
+
+    def __init__(self, raw: io.BufferedReader, bar: tqdm) -> None:
+        self.raw, self.bar = raw, bar
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self.raw.readinto(buffer)
+        self.bar.update(count or 0)
+        return count
 
 
 def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of every line, with errors for binary or non-UTF-8 content."""
-    line = 0
     try:
         with _open_text(path) as fh:
-            for line, text in enumerate(fh, start=1):
-                yield line, text
-    except UnicodeDecodeError as exc:
+            yield from enumerate(fh, start=1)
+    except UnicodeDecodeError:
+        line, byte = _first_non_utf8(path)
         raise WorkbenchError(
-            f"{path}: line {line + 1} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
-            "save the file as UTF-8 CSV"
+            f"{path}: line {line} is not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8 CSV"
         ) from None
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise WorkbenchError(f"cannot read {path}: {exc}") from None
 
 
-def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None) -> Table:
+def _first_non_utf8(path: Path) -> tuple[int, int]:
+    """Line and value of the first byte that is not UTF-8 (text is decoded in chunks)."""
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rb") as fh:
+        data = fh.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[: exc.start].count(b"\n") + 1, data[exc.start]
+    return 1, 0  # not reached: the caller saw a decoding error
+
+
+def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None, progress: bool) -> Table:
     header_line, header, data_lines = None, None, 0
     for line, text in _text_lines(path):
         if not text.strip():
@@ -160,17 +211,18 @@ def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None) -> Table:
     if header is None:
         raise WorkbenchError(f"{path}: empty file (expected a header row)")
     _check_header(path, header)
-    values = _fast_parse(path, header_line, len(header))
+    values = _fast_parse(path, header_line, len(header), progress)
     if values is not None and values.shape[0] == data_lines:
         lines = _data_line_numbers(path, header_line, values.shape[0])
         return _clean(path, header, values, lines, drop_bad_rows, increasing)
     return _slow_parse(path, header, drop_bad_rows, increasing)
 
 
-def _fast_parse(path: Path, header_line: int, width: int) -> Array | None:
+def _fast_parse(path: Path, header_line: int, width: int, progress: bool) -> Array | None:
     """NumPy's parser on a well-formed file; None when it cannot parse it."""
     try:
-        with _open_text(path) as fh:
+        with _open_text(path, progress) as fh, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
             values = np.loadtxt(
                 fh, delimiter=",", skiprows=header_line, ndmin=2, comments=None, dtype=float
             )

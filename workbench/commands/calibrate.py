@@ -11,11 +11,14 @@ models/staubli_tx40/identification.toml). Held out for validation: what the
 description asks for, else the last --validation fraction; --folds K uses K
 contiguous cross-validation folds ("loo": one sample per fold).
 
-Writes DIR/summary.json (heldout_relative_rms and the rest), DIR/parameters.csv
+Writes DIR/report.html (open it first: summary, warnings and plots in one
+page), DIR/summary.json (heldout_relative_rms and the rest), DIR/parameters.csv
 (name,value,rel_std_percent), DIR/calibrated.urdf (+ calibrated.drives.toml),
-DIR/residuals.png and, for torques, DIR/heldout_torques.png. Exit code 1 when the
-calibrated model predicts the held-out samples worse than the nominal one (the
-results are still written); 2 on bad input, with nothing written.
+DIR/residuals.png and, for torques, DIR/heldout_torques.png; DIR is replaced as
+a whole. Progress bars on stderr follow the reading, the fit and the
+validation fits (--quiet: none). Exit code 1 when the calibrated model predicts
+the held-out samples worse than the nominal one (the results are still
+written); 2 on bad input, with nothing written.
 """
 
 from __future__ import annotations
@@ -48,7 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log", required=True, metavar="FILE", help="log table (CSV/NPZ) or description (.toml)"
     )
-    parser.add_argument("--kind", required=True, choices=tuple(KINDS))
+    parser.add_argument(
+        "--kind", required=True, choices=tuple(KINDS),
+        help="kinematic: joint twists from measured poses; twist: joint twists from torques; "
+        "dynamic: inertial parameters and drive terms from torques",
+    )  # fmt: skip
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
     parser.add_argument(
         "--out", default="results/calibration", metavar="DIR",
@@ -70,7 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"torque-model terms, comma separated, from {', '.join(TERMS)} "
         "(default: the log description's, else friction)",
     )  # fmt: skip
-    parser.add_argument("--loss", default="linear", choices=LOSSES, help="(default: %(default)s)")
+    parser.add_argument(
+        "--loss", default="linear", choices=LOSSES,
+        help="residual loss: least squares, or a robust loss against outliers",
+    )  # fmt: skip
     parser.add_argument(
         "--f-scale", type=float, metavar="SCALE",
         help="robust-loss scale in the residual unit (default: 1e-3 m or 1 N m)",
@@ -89,7 +99,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--physical", action="store_true",
         help="dynamic: physically consistent inertias, non-negative friction and rotor inertia",
     )  # fmt: skip
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress bars or compile message on stderr"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,19 +113,25 @@ def run(args: argparse.Namespace) -> int:
     from workbench.calibration.logs import read_log
     from workbench.calibration.report import calibrate, write_report
     from workbench.calibration.validation import EndSplit, Folds
-    from workbench.errors import WorkbenchError, WorkbenchWarning
+    from workbench.dynamics.kernels import set_compile_message
+    from workbench.errors import WorkbenchWarning
     from workbench.io import check_output_directory, results_directory
 
     check_output_directory(args.out)
+    _check_numbers(args)
+    set_compile_message(not args.quiet)
     spec = kind(args.kind)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WorkbenchWarning)
-        chain = models.load(args.model, tool_frame=args.tool)
+        chain = models.load(args.model, tool_frame=args.tool, moving=True)
         nominal = None
         drive_file = sidecar_path(models.urdf_path(args.model))
         if drive_file.is_file():
             nominal = read_drive_file(drive_file, chain.n)[1]
-        options = dict(drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window)
+        options = dict(
+            drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window,
+            progress=not args.quiet,
+        )  # fmt: skip
         log = read_log(args.log, chain, require=spec.requires, **options)
         if args.validation_log:
             validation = read_log(args.validation_log, chain, require=spec.requires, **options)
@@ -126,8 +144,6 @@ def run(args: argparse.Namespace) -> int:
         terms = None
         if args.terms is not None:
             terms = tuple(t.strip() for t in args.terms.split(",") if t.strip())
-        if args.f_scale is not None and not args.f_scale > 0:
-            raise WorkbenchError(f"--f-scale {args.f_scale} must be positive")
         settings = Options(
             loss=args.loss, f_scale=args.f_scale, physical=args.physical, inertial=args.inertial,
             terms=terms, nominal_drives=nominal, rotation_weight=args.rotation_weight,
@@ -154,3 +170,18 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Numeric options, checked before any work: positive finite numbers, a fraction."""
+    import math
+
+    from workbench.calibration.validation import EndSplit
+    from workbench.errors import WorkbenchError
+
+    for option in ("f_scale", "rotation_weight"):
+        value = getattr(args, option)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise WorkbenchError(f"--{option.replace('_', '-')} {value} must be positive")
+    if args.validation is not None:
+        EndSplit(args.validation)  # checks the fraction

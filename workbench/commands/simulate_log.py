@@ -1,8 +1,10 @@
 """Write a synthetic calibration log of a perturbed model along an exciting trajectory.
 
-MODEL is a model name or URDF path. FILE gets the log (CSV, or NPZ by suffix);
-beside it FILE.truth.urdf (the ground-truth model) and FILE.truth.json (eta,
-friction, options), so that a calibration can be compared with the truth.
+MODEL is a model name or URDF path. FILE gets the log (CSV, or NPZ with the
+suffix .npz); beside it, named after FILE without its suffix, STEM.truth.urdf
+(the ground-truth model) and STEM.truth.json (eta, friction, options), so that
+a calibration can be compared with the truth: --out results/log.csv writes
+results/log.csv, results/log.truth.urdf and results/log.truth.json.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 from pathlib import Path
 
 HELP = "write a synthetic calibration log (and its ground truth) for trying calibration"
+SUFFIXES = (".csv", ".npz")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,14 +22,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("model", metavar="MODEL", help="model name or URDF path")
     parser.add_argument("--out", required=True, metavar="FILE", help="log file (.csv or .npz)")
-    parser.add_argument("--kind", default="kinematic", choices=tuple(KINDS))
+    parser.add_argument(
+        "--kind", default="kinematic", choices=tuple(KINDS),
+        help="what is measured: tool positions (kinematic) or joint torques (twist, dynamic)",
+    )  # fmt: skip
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
-    parser.add_argument("--perturb", type=float, default=1e-2, metavar="SCALE")
-    parser.add_argument("--noise", type=float, default=0.0, metavar="SIGMA")
-    parser.add_argument("--friction", type=float, default=0.0, help="friction scale (N m)")
-    parser.add_argument("--samples", type=int, default=2000, metavar="N")
+    parser.add_argument(
+        "--perturb", type=float, default=1e-2, metavar="SCALE",
+        help="how far the truth is from the model: standard deviation of the joint-twist "
+        "changes in rad and m (kinematic, twist), relative inertia change (dynamic, below 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--noise", type=float, default=0.0, metavar="SIGMA",
+        help="measurement noise standard deviation (m for positions, rad for orientations, "
+        "N m for torques)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--friction", type=float, default=0.0, metavar="SCALE",
+        help="viscous (N m s/rad) and Coulomb (N m) friction scale of the truth",
+    )  # fmt: skip
+    parser.add_argument(
+        "--samples", type=int, default=2000, metavar="N", help="samples, 100 Hz (at least 20)"
+    )
     parser.add_argument("--orientation", action="store_true", help="also log tool orientation")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="random seed of the trajectory, truth and noise"
+    )
+
+
+def truth_stem(out: Path) -> Path:
+    """FILE without its suffix: where STEM.truth.urdf and STEM.truth.json go."""
+    return out.with_suffix("")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,18 +60,19 @@ def run(args: argparse.Namespace) -> int:
     from workbench.calibration.logs import write_log
     from workbench.calibration.simulate import simulate_log
     from workbench.errors import WorkbenchError
-    from workbench.io import atomic_write_text
+    from workbench.io import atomic_write_text, check_output_file
     from workbench.urdf import write_urdf
 
-    if args.samples < 20:
-        raise WorkbenchError(f"--samples {args.samples}: need at least 20")
-    chain = models.load(args.model, tool_frame=args.tool)
+    out = check_output_file(args.out)
+    if out.suffix.lower() not in SUFFIXES:
+        raise WorkbenchError(f"--out {out}: the log file must end in .csv or .npz")
+    _check_options(args)
+    chain = models.load(args.model, tool_frame=args.tool, moving=True)
     log, truth = simulate_log(
         chain, kind=args.kind, samples=args.samples, perturb=args.perturb, noise=args.noise,
         friction=args.friction, orientation=args.orientation, seed=args.seed,
     )  # fmt: skip
-    out = Path(args.out)
-    stem = out.with_suffix("")
+    stem = truth_stem(out)
     write_urdf(truth.chain, f"{stem}.truth.urdf")
     info = {
         "model": args.model,
@@ -63,3 +90,22 @@ def run(args: argparse.Namespace) -> int:
     write_log(out, log)
     print(f"wrote {out} ({args.samples} samples, kind {args.kind}), {stem}.truth.urdf/.json")
     return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Numbers the simulation can use: finite, non-negative, enough samples."""
+    import math
+
+    from workbench.errors import WorkbenchError
+
+    for option in ("perturb", "noise", "friction"):
+        value = getattr(args, option)
+        if not (math.isfinite(value) and value >= 0):
+            raise WorkbenchError(f"--{option} {value}: must be a finite number, 0 or more")
+    if args.kind == "dynamic" and args.perturb >= 1:
+        raise WorkbenchError(
+            f"--perturb {args.perturb}: the dynamic kind scales inertias by 1 +- perturb, "
+            "so it must be below 1 (masses stay positive)"
+        )
+    if args.samples < 20:
+        raise WorkbenchError(f"--samples {args.samples}: need at least 20")

@@ -6,10 +6,11 @@ project's spherical five-bar (q: joints 1..5, the closed loop is drawn);
 --model takes a shipped or example-robot-data model name or a URDF path, and
 then q holds the model's Pinocchio configurations.
 
-With --html FILE the animated scene is written to FILE, a self-contained page
-that opens offline, and the command returns. Otherwise the scene goes to a
-meshcat server (a new one on localhost, or the one at --zmq-url) and the
-command prints the viewer's URL and runs until Ctrl-C.
+With --html FILE the animated scene is written to FILE (a file name, not a
+directory), a self-contained page that opens offline, and the command
+returns. Otherwise the scene goes to a meshcat server (a new one on
+localhost, or the one at --zmq-url) and the command prints the viewer's URL
+and runs until Ctrl-C or SIGTERM; a server it started stops with it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ HELP = "show a trajectory in meshcat (live or as a self-contained HTML file)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("result", metavar="RESULT", help="results directory or trajectory .npz")
-    parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML file")
+    parser.add_argument(
+        "--html", metavar="FILE", help="write the scene to this self-contained HTML file"
+    )
     parser.add_argument(
         "--model", metavar="MODEL", help="model name or URDF path (default: the five-bar)"
     )
@@ -33,8 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.io import check_output_file
     from workbench.viz import playback, viewer
 
+    if args.html:
+        check_output_file(args.html, "--html")
     shown = playback.load_playback(args.result, args.model)
     if args.html:
         path = viewer.write_html(args.html, shown.robot, shown.t, shown.q, tool_frame=args.tool)

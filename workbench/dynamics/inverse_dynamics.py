@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from workbench.arrays import as_samples, broadcast_samples, same_batch
+from workbench.arrays import as_samples, broadcast_samples, check_chain, same_batch
 from workbench.chain import Chain
 from workbench.dynamics import kernels as sk
 from workbench.inertia import rotational_inertia
@@ -68,6 +68,7 @@ class State(NamedTuple):
 
 def check_state(chain: Chain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike, f_tool=None) -> State:
     """Validate and broadcast a joint state for ``chain`` (see :func:`inverse_dynamics`)."""
+    check_chain(chain)
     names = chain.joint_names
     q, bq = as_samples(q, chain.n, "q", names)
     dq, bv = as_samples(dq, chain.n, "dq", names)

@@ -20,16 +20,27 @@ origin, so that ``I x = (I_o x_w + h x x_v, m x_v - h x x_w)``.
 
 Work arrays have one extra row at index ``n`` for the base, so that a
 parent index of -1 addresses the base through numba's negative indexing.
+
+Compilation: the kernels are compiled on their first call and cached on
+disk (``cache=True``, ``__pycache__`` beside the modules), which takes up to
+a minute once per installation and then about a second per process. When
+numba has to compile, one line says so on stderr (``set_compile_message``
+turns it off); :func:`warm_up` compiles (or loads) every kernel on a tiny
+model, so that timings that follow measure the computation only, and
+``python -m workbench.dynamics.kernels`` does the same from the shell, e.g.
+right after ``pip install``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numba as nb
 import numpy as np
+from numba.core import event
 
 jit = nb.njit(cache=True, error_model="numpy", nogil=True)
 # Leaf helpers are inlined at the Numba IR level: LLVM does not inline them
@@ -261,3 +272,84 @@ def set_num_threads(threads: int) -> None:
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="workbench-kernel")
+
+
+COMPILE_MESSAGE = "workbench: compiling the compiled kernels (first run only, up to a minute)..."
+
+
+class _CompileAnnouncer(event.Listener):
+    """Prints :data:`COMPILE_MESSAGE` once, when numba starts compiling a workbench function.
+
+    numba fires the ``numba:compile`` event only after its disk cache had no
+    entry, so a cached kernel never prints anything.
+    """
+
+    enabled = True
+    said = False
+
+    def on_start(self, event_: event.Event) -> None:
+        module = getattr(event_.data["dispatcher"].py_func, "__module__", "") or ""
+        if self.enabled and not self.said and module.startswith("workbench."):
+            self.said = True
+            print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
+
+    def on_end(self, event_: event.Event) -> None:
+        pass
+
+
+_ANNOUNCER = _CompileAnnouncer()
+if __name__ != "__main__":  # run as a script, this file is a second copy of the module
+    event.register("numba:compile", _ANNOUNCER)
+
+
+def set_compile_message(enabled: bool) -> None:
+    """Print (default) or keep quiet the one line that says the kernels are being compiled."""
+    _ANNOUNCER.enabled = bool(enabled)
+
+
+def warm_up() -> None:
+    """Compile, or load from the disk cache, every compiled kernel, on a two-joint model.
+
+    Call it before timing anything that uses the dynamics: the first call of
+    each kernel in a process costs the compilation (up to a minute on a new
+    installation) or the cache load (about a second).
+    """
+    from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
+    from workbench.dynamics.inverse_dynamics import inverse_dynamics
+    from workbench.dynamics.regressor import torque_regressor
+
+    chain = _tiny_chain()
+    q = np.zeros((1, chain.n))
+    f_tool = np.zeros((1, 6))
+    for f in (None, f_tool):
+        inverse_dynamics(chain, q, q, q, f)
+        twist_derivatives(chain, q, q, q, f)
+        rnea_derivatives(chain, q, q, q, f)
+    torque_regressor(chain, q, q, q)
+
+
+def _tiny_chain():
+    """A revolute and a prismatic joint with unit inertias: the smallest model of every kind."""
+    from workbench import inertia
+    from workbench.chain import PRISMATIC, REVOLUTE, Chain
+
+    phi = np.array([1.0, 0.1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    return Chain(
+        joint_names=("revolute", "prismatic"),
+        link_names=("link_1", "link_2"),
+        parents=np.array([-1, 0]),
+        joint_kinds=(REVOLUTE, PRISMATIC),
+        axes=np.eye(3)[[2, 0]],
+        joint_frames=np.stack([np.eye(4), np.eye(4)]),
+        inertias=inertia.matrix_from_phi(np.stack([phi, phi])),
+        tool_name="tool",
+        tool_parent=1,
+        tool_frame=np.eye(4),
+    )
+
+
+if __name__ == "__main__":
+    from workbench.dynamics import kernels
+
+    kernels.warm_up()
+    print("workbench: the compiled kernels are ready")

@@ -65,9 +65,7 @@ def robot_by_name(model: str) -> Robot:
     if model.endswith(".urdf") or Path(model).is_file():
         return Robot.from_urdf(model)
     urdf = models.urdf_path(model)
-    spec = models.MODELS[model]
-    package_dirs = [models.example_robot_data_dir()] if spec.source == "example-robot-data" else []
-    return Robot.from_urdf(urdf, package_dirs, spec.locked_prefixes)
+    return Robot.from_urdf(urdf, models.package_dirs(model), models.MODELS[model].locked_prefixes)
 
 
 def trajectory_file(result: str | os.PathLike) -> Path:

@@ -7,13 +7,21 @@ page with meshcat's JavaScript inlined, so it opens offline) and stops the
 server. :func:`serve` sends the scene to a server that keeps running: a new
 one on localhost, or an existing one at ``zmq_url``; the caller closes it
 with :func:`close`.
+
+A server this module starts dies with the process that started it, however
+that process ends (Ctrl-C, SIGTERM, even SIGKILL: on Linux the kernel sends
+it SIGTERM when its parent dies), so that it never keeps port 7000 busy.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +37,7 @@ from workbench.viz.scene import Robot, show_trajectory
 Array = NDArray[np.float64]
 
 CONNECT_TIMEOUT_MS = 3000
+_PR_SET_PDEATHSIG = 1  # prctl option: a signal for this process when its parent dies
 
 
 def static_html(robot: Robot, t: Array, q: Array, *, tool_frame: str | None = None) -> str:
@@ -83,27 +92,66 @@ def connect(zmq_url: str | None) -> meshcat.Visualizer:
     An existing server must answer within ``CONNECT_TIMEOUT_MS`` (meshcat itself
     would wait forever).
     """
-    if zmq_url is not None:
+    proc = None
+    if zmq_url is None:
+        proc, zmq_url = start_server()
+    else:
         _check_server(zmq_url)
-    with contextlib.redirect_stdout(io.StringIO()):  # meshcat prints the URL
-        try:
-            return meshcat.Visualizer(zmq_url=zmq_url)
-        except RuntimeError as exc:
-            raise WorkbenchError(f"cannot start a meshcat server: {exc}") from exc
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # meshcat prints the URL
+            vis = meshcat.Visualizer(zmq_url=zmq_url)
+    except BaseException:
+        if proc is not None:
+            _stop(proc)
+        raise
+    vis.window.server_proc = proc  # close() stops it
+    return vis
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    """A new meshcat server on localhost that dies with this process; it and its zmq URL.
+
+    meshcat's own start (``meshcat.Visualizer()``) runs the server in a new
+    session, which outlives a killed parent; this one asks the kernel to end
+    it with its parent (Linux ``PR_SET_PDEATHSIG``).
+    """
+    from meshcat.servers.zmqserver import match_zmq_url
+
+    prctl = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "meshcat.servers.zmqserver"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=None if prctl is None else lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGTERM),
+    )
+    try:
+        for raw in proc.stdout:
+            url = match_zmq_url(raw.decode("utf-8", "replace").strip())
+            if url:
+                return proc, url
+    except BaseException:
+        _stop(proc)
+        raise
+    _stop(proc)
+    raise WorkbenchError(f"cannot start a meshcat server (exit code {proc.returncode})")
 
 
 def close(vis: meshcat.Visualizer) -> None:
     """Close the visualizer's connection and stop its server if it started one."""
     window = vis.window
     window.zmq_socket.close(linger=0)
-    proc = window.server_proc
-    if proc is not None and proc.poll() is None:
+    if window.server_proc is not None:
+        _stop(window.server_proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill a server process, reap it and close its pipes."""
+    if proc.poll() is None:
         proc.kill()
         proc.wait()
-    if proc is not None:
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def _check_server(zmq_url: str) -> None:
