@@ -21,10 +21,12 @@ out (so the two distal arcs do not intersect). Each motor carries a rotor
 drives) and link 3 carries a cylindrical payload on w3. Inertias come from
 the meshes through :mod:`workbench.mesh`.
 
-The spanning tree cuts joint 5: tree joints are (1, 2, 3) on the first
-branch and 4 on the second, in that order; frames ``joint_5_on_link_3`` and
-``joint_5_on_link_4`` (z along w5, at the distal radius) mark the cut, and
-the tool frame ``end_effector`` sits on w3 with its z axis along w3.
+The spanning tree keeps all five joints: (1, 2, 3) on the first branch and
+(4, 5) on the second, in that order, with link 5 massless after joint 5.
+The loop is cut between link 3 and link 5: frames ``joint_5_on_link_3`` and
+``joint_5_on_link_5`` (z along w5, at link 3's radius) coincide at home
+and a ``rotation`` closure keeps them aligned (``fivebar.toml``); the tool
+frame ``end_effector`` sits on w3 with its z axis along w3.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ from workbench.chain import Chain, Frame
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
-TREE_LINKS = ("link_1", "link_2", "link_3", "link_4")
-TREE_JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4")
-CUT_FRAMES = ("joint_5_on_link_3", "joint_5_on_link_4")
+TREE_LINKS = ("link_1", "link_2", "link_3", "link_4", "link_5")
+TREE_JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5")
+CUT_FRAMES = ("joint_5_on_link_3", "joint_5_on_link_5")
 TOOL_FRAME = "end_effector"
 
 
@@ -182,7 +184,7 @@ class FiveBarDesign:
         return np.array([frame, frame])
 
     def chain(self, link_phi: Array | None = None) -> Chain:
-        """The spanning tree as a Chain; link inertias from the parts unless ``link_phi`` (4, 10).
+        """The spanning tree as a Chain; link inertias from the parts unless ``link_phi`` (5, 10).
 
         ``link_phi`` gives each tree link's parameters in the base frame at
         home (DESIGN.md phi order), e.g. after a design change.
@@ -191,14 +193,17 @@ class FiveBarDesign:
             link_phi = self.link_phi()
         frames = self.joint_frames()
         cut = self.cut_frames()
-        revolute = self.active_limit, self.passive_limit, self.passive_limit, self.active_limit
+        revolute = (
+            self.active_limit, self.passive_limit, self.passive_limit,
+            self.active_limit, self.passive_limit,
+        )  # fmt: skip
         return Chain(
             joint_names=TREE_JOINTS,
             link_names=TREE_LINKS,
-            parents=np.array([-1, 0, 1, -1]),
-            joint_kinds=("revolute",) * 4,
-            axes=np.tile([0.0, 0.0, 1.0], (4, 1)),
-            joint_frames=frames[:4],
+            parents=np.array([-1, 0, 1, -1, 3]),
+            joint_kinds=("revolute",) * 5,
+            axes=np.tile([0.0, 0.0, 1.0], (5, 1)),
+            joint_frames=frames,
             inertias=inertia.matrix_from_phi(link_phi),
             tool_name=TOOL_FRAME,
             tool_parent=2,
@@ -206,18 +211,21 @@ class FiveBarDesign:
             gravity=np.array([0.0, 0.0, -9.81]),
             lower=-np.array(revolute),
             upper=np.array(revolute),
-            velocity_limit=np.full(4, self.velocity_limit),
-            effort_limit=np.full(4, self.effort_limit),
-            frames=(Frame(CUT_FRAMES[0], 2, cut[0]), Frame(CUT_FRAMES[1], 3, cut[1])),
+            velocity_limit=np.full(5, self.velocity_limit),
+            effort_limit=np.full(5, self.effort_limit),
+            frames=(Frame(CUT_FRAMES[0], 2, cut[0]), Frame(CUT_FRAMES[1], 4, cut[1])),
             base_name="base",
             name="spherical_fivebar",
         )
 
     def link_phi(self) -> Array:
-        """Inertial parameters (4, 10) of the tree links: the sum of their parts (mesh inertia)."""
+        """Inertial parameters (5, 10) of the tree links: the sum of their parts (mesh inertia).
+
+        Link 5 has no parts: it is the massless link after joint 5.
+        """
         from workbench.mesh import mass_properties
 
-        phi = np.zeros((4, 10))
+        phi = np.zeros((5, 10))
         for part in self.parts():
             phi[part.link] += mass_properties(part.vertices, part.faces, part.density).phi
         return phi

@@ -79,7 +79,7 @@ def torque_derivatives(
     """Full-state partials of the motor torques at closed states (module docstring)."""
     q, dq, ddq = _states(model, q, dq, ddq)
     n = model.n
-    closures = Closures(model, q)
+    closures = Closures(model, q, with_eta)
     solver = PassiveSolver(model, closures.jacobian())
     S = solver.velocity_map()
     St = np.swapaxes(S, 1, 2)
@@ -112,7 +112,7 @@ def closed_chain_derivatives(
     q, dq, ddq = _states(model, q, dq, ddq)
     N, n = q.shape
     a = len(model.active)
-    closures = Closures(model, q)
+    closures = Closures(model, q, with_eta)
     K = closures.jacobian(with_eta)
     solver = PassiveSolver(model, K[:, :, :n])
     S = solver.velocity_map()

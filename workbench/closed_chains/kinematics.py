@@ -49,13 +49,18 @@ CORRECTION = 0.25
 
 
 class Closures:
-    """The closures of ``model`` at N configurations q (N, n): residual and derivatives."""
+    """The closures of ``model`` at N configurations q (N, n): residual and derivatives.
 
-    def __init__(self, model: ClosedChain, q: Array):
+    ``with_eta``: the loops keep their eta factors, for derivatives in eta.
+    """
+
+    def __init__(self, model: ClosedChain, q: Array, with_eta: bool = False):
         self.model = model
         self.q = q
+        self.with_eta = with_eta
         self.loops = [
-            LoopState(model.tree, factors, M_a, M_b, q) for factors, M_a, M_b in model.loops
+            LoopState(model.tree, f if with_eta else tuple(x for x in f if x.joint >= 0), A, B, q)
+            for f, A, B in model.loops
         ]
 
     def _stack(self, per_closure: list[Array]) -> Array:
@@ -371,3 +376,29 @@ def check_assembly(model: ClosedChain) -> None:
             f"(mobility {model.n - rank} with {len(model.active)} actuated joints); the motors "
             "must determine the passive joints"
         )
+
+
+def task(model: ClosedChain, q: ArrayLike) -> tuple[Array, Array]:
+    """The tool's task vector (N, 3) and its partials in the tree joints (N, 3, n).
+
+    ``model.task == "position"``: the tool frame's origin p, ``dp/dq_j =
+    omega_j x p + v_j``; ``"pointing"``: its z axis z, ``dz/dq_j = omega_j
+    x z``; with ``(omega_j, v_j)`` the spatial (base-frame) twist of joint j
+    at q, zero for joints off the tool's path.
+    """
+    q, _ = _configurations(model, q)
+    chain = model.tree
+    N = len(q)
+    P = np.broadcast_to(np.eye(4), (N, 4, 4))
+    twists = np.zeros((N, model.n, 6))
+    for j in np.flatnonzero(chain.ancestors[:, chain.tool_parent]):
+        twists[:, j] = lie.Ad(P) @ chain.twists[j]
+        P = P @ lie.exp_se3(chain.twists[j] * q[:, j, None])
+    T = P @ chain.tool_frame
+    if model.task == "position":
+        x = T[:, :3, 3]
+        dx = np.cross(twists[:, :, :3], x[:, None]) + twists[:, :, 3:]
+    else:
+        x = T[:, :3, 2]
+        dx = np.cross(twists[:, :, :3], x[:, None])
+    return x, np.swapaxes(dx, 1, 2)

@@ -59,6 +59,7 @@ class BatchedCallback(ca.Callback):
         self._cache_key: bytes | None = None
         self._cache: tuple[np.ndarray, ...] = ()
         self.evaluations = 0
+        self.interrupted = False
         opts = {"enable_fd": True, "fd_method": "central"} if finite_differences else {}
         self.construct(name, opts)
 
@@ -91,9 +92,23 @@ class BatchedCallback(ca.Callback):
         key = X.tobytes() + P.tobytes()
         if key != self._cache_key:
             self.evaluations += 1
-            self._cache = self.evaluate(X, P, not self.finite_differences)
+            self._cache = self.run_model(X, P, not self.finite_differences)
             self._cache_key = key
         return self._cache
+
+    def run_model(self, X: np.ndarray, P: np.ndarray, jacobian: bool) -> tuple[np.ndarray, ...]:
+        """``evaluate`` that remembers a Ctrl-C (CasADi turns it into an evaluation error).
+
+        After one interrupt every further call raises too, so that IPOPT
+        stops at once; the caller checks ``interrupted`` after the solve.
+        """
+        if self.interrupted:
+            raise KeyboardInterrupt
+        try:
+            return self.evaluate(X, P, jacobian)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            raise
 
     def eval(self, arg):
         Y = self._evaluate(*self._arguments(arg))[0]
@@ -135,8 +150,8 @@ class BatchedCallback(ca.Callback):
         n, m, K = self.n_in, self.n_shared, self.knots
 
         def difference(dX, dP):
-            plus = _contract(self.evaluate(X + dX, P + dP, True)[1:], lam, per_knot=True)
-            minus = _contract(self.evaluate(X - dX, P - dP, True)[1:], lam, per_knot=True)
+            plus = _contract(self.run_model(X + dX, P + dP, True)[1:], lam, per_knot=True)
+            minus = _contract(self.run_model(X - dX, P - dP, True)[1:], lam, per_knot=True)
             return [(a - b) / (2 * step) for a, b in zip(plus, minus, strict=True)]
 
         xx, xp, pp = np.zeros((K, n, n)), np.zeros((K, n, m)), np.zeros((m, m))
@@ -145,7 +160,7 @@ class BatchedCallback(ca.Callback):
         # all X columns at once: one batched call on the 2 C K perturbed knots
         shifts = step * np.eye(n)[columns][:, None, :]  # (C, 1, n)
         stacked = np.concatenate([X + shifts, X - shifts]).reshape(-1, n)
-        jacobians = self.evaluate(stacked, P, True)[1:]
+        jacobians = self.run_model(stacked, P, True)[1:]
         lam_stacked = np.tile(lam, (2 * len(columns), 1))
         by_x = [
             (d[: len(columns)] - d[len(columns) :]) / (2 * step)

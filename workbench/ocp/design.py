@@ -1,7 +1,7 @@
 """Design variables of the five-bar: link shape and part placement -> link inertias.
 
 Each variable p_j is a change from the nominal design (p = 0) and moves the
-tree links' inertial parameters phi (4, 10) (base frame at home, DESIGN.md
+tree links' inertial parameters phi (5, 10) (base frame at home, DESIGN.md
 order) through a derivative the project computes:
 
 * ``arc_width`` (m): the four arcs grow wider by p; their "top" and
@@ -24,15 +24,15 @@ masses) enters the optimisation as the mass budget.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from workbench import inertia
+from workbench.config import Section
 from workbench.errors import WorkbenchError
-from workbench.fivebar_design import FiveBarDesign, Part
+from workbench.fivebar_design import TREE_LINKS, FiveBarDesign, Part
 from workbench.lie import Array
 from workbench.mesh import MeshShape, mass_properties
 
@@ -78,27 +78,30 @@ class DesignSpace:
         self._nominal = np.array([self._part_phi(part) for part in self._parts])
 
     @classmethod
-    def from_table(cls, design: FiveBarDesign, table: Mapping, source: str) -> DesignSpace:
-        """From a problem file's ``[design]`` table (``mass_budget`` and ``[design.variables]``
-        mapping names to [lower, upper] bounds); errors name ``source``."""
-        table = dict(table)
-        budget = float(table.pop("mass_budget", np.inf))
-        raw = table.pop("variables", {})
-        if table:
-            raise WorkbenchError(f"{source}: [design] has unknown keys {sorted(table)}")
+    def from_section(cls, section: Section, model: str) -> DesignSpace:
+        """From a problem file's ``[design]`` table: ``mass_budget`` (kg) and
+        ``[design.variables]`` mapping names to [lower, upper] bounds (m), on the
+        shipped spherical five-bar's design (``models/fivebar/design.toml``)."""
+        from workbench.resources import shipped
+
+        if model != "fivebar":
+            raise WorkbenchError(
+                f"{section.where('variables')}: co-design works on the spherical five-bar "
+                f"(model = \"fivebar\"), not on '{model}'"
+            )
+        budget = section.number("mass_budget", np.inf, positive=True)
+        table = section.section("variables")
         variables = []
-        for name, bounds in raw.items():
-            try:
-                lower, upper = map(float, bounds)
-            except (TypeError, ValueError):
-                raise WorkbenchError(
-                    f"{source}: [design.variables] {name} = {bounds!r}; expected [lower, upper]"
-                ) from None
-            variables.append(DesignVariable(name, lower, upper))
+        for name in list(table.table):
+            bounds = table.array(name, shape=(2,))
+            variables.append(DesignVariable(name, float(bounds[0]), float(bounds[1])))
+        table.done()
+        section.done()
+        design = FiveBarDesign.from_toml(shipped("models") / "fivebar" / "design.toml")
         try:
             return cls(design, variables, budget)
         except WorkbenchError as exc:
-            raise WorkbenchError(f"{source}: {exc}") from None
+            raise WorkbenchError(f"{section.source}: [design] {exc}") from None
 
     @property
     def names(self) -> list[str]:
@@ -130,14 +133,14 @@ class DesignSpace:
         return mass_properties(part.vertices, part.faces, part.density).phi
 
     def link_phi(self, p: ArrayLike) -> tuple[Array, Array]:
-        """phi (4, 10) of the tree links at design p (m,) and d phi / d p (4, 10, m)."""
+        """phi (5, 10) of the tree links at design p (m,) and d phi / d p (5, 10, m)."""
         p = np.asarray(p, dtype=float).reshape(-1)
         if p.shape != (self.size,) or not np.all(np.isfinite(p)):
             raise WorkbenchError(f"design p has shape {p.shape}; expected ({self.size},) finite")
         value = dict(zip(self.names, p, strict=True))
         column = {name: j for j, name in enumerate(self.names)}
-        phi = np.zeros((4, 10))
-        dphi = np.zeros((4, 10, self.size))
+        phi = np.zeros((len(TREE_LINKS), 10))
+        dphi = np.zeros((len(TREE_LINKS), 10, self.size))
         for part, nominal in zip(self._parts, self._nominal, strict=True):
             if part.kind == "arc" and "arc_width" in value:
                 shape = MeshShape(part.vertices, part.faces, part.density, part.groups)
@@ -161,5 +164,5 @@ class DesignSpace:
         return phi, dphi
 
     def moving_mass(self, p: ArrayLike) -> float:
-        """Total mass (kg) of the four moving links at design p."""
+        """Total mass (kg) of the moving links at design p."""
         return float(self.link_phi(p)[0][:, 0].sum())

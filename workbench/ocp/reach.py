@@ -1,395 +1,200 @@
-"""Point-to-point reaching of the spherical five-bar (the project's main job).
+"""Point-to-point reaching of a closed chain: the project's main job.
 
-Rest-to-rest pointing of the end effector from one direction to another
-in a given time, minimising the integral of tau_pr^T tau_pr, with joint,
-velocity and torque limits and the loop closure as constraints.
+Rest-to-rest motion of the tool from one task vector to another in a given
+time (a pointing direction for the spherical five-bar, a position for the
+planar five-bar, the four-bar and the delta robot), minimising the integral
+of the squared motor torques, with joint, velocity and torque limits and
+the loop closures as constraints (problem files: :mod:`workbench.ocp.problem`).
 
-Transcription (K knots, step h = T / (K - 1)): per knot the five joint
+Transcription (K knots, step h = T / (K - 1)): per knot the tree's joint
 values q, velocities dq and accelerations ddq. The motors' motion is a
-piecewise-cubic with continuous velocity and piecewise-linear acceleration
-(exact integration of ddq between knots) for the active joints; the
-passive joints follow from the loop closure imposed at position, velocity
-and acceleration level at every knot (:meth:`FiveBar.closure`), so every
-knot is a consistent closed-chain state and tau_pr there is the exact
-motor torque of that state. The integral of |tau_pr|^2 uses the trapezoid
-rule. Boundary conditions: the start configuration's motor angles, zero
-motor velocities at both ends and the goal pointing direction (two
-components orthogonal to the goal, and a positive component along it).
-Limits hold at the knots (between knots the piecewise-cubic motor motion
-may exceed a velocity limit by a fraction of a percent). The model
-functions enter CasADi through :class:`~workbench.ocp.bridge.BatchedCallback`
-with their analytic Jacobians, evaluated for all knots in one batched
-call; IPOPT uses the Hessian of the Lagrangian from the callbacks' reverse
-mode (central differences of the analytic Jacobians, 1e-11 from CasADi AD).
+piecewise cubic with continuous velocity and piecewise-linear acceleration
+(exact integration of ddq between knots); the passive joints follow from
+the closures imposed at position, velocity and acceleration level at every
+knot on their independent rows (:func:`workbench.ocp.model_functions.closure_levels`),
+so every knot is a consistent closed-chain state and the motor torques there
+are exact. The integral of |tau_a|^2 uses the trapezoid rule. Boundary
+conditions: the start configuration's motor values, zero motor velocities
+at both ends, and the goal in the directions the tool can move there (the
+range of the task Jacobian at the goal: two directions orthogonal to a
+pointing goal, and a positive component along it). Limits hold at the
+knots. The model functions enter CasADi as batched callbacks with their
+analytic Jacobians (:mod:`workbench.ocp.model_functions`); IPOPT's
+Hessian of the Lagrangian comes from the callbacks' reverse mode
+(:mod:`workbench.ocp.bridge`).
 
 After a solve the optimal motor torques (linear between knots) are
-integrated open loop with the closed-chain dynamics; the final pointing
-error reported is that of the simulated motion (the plan itself meets the
-goal to the solver tolerance). It falls like h^2 with the knot spacing.
+integrated open loop with the closed-chain dynamics; the final task error
+reported is that of the simulated motion (the plan meets the goal to the
+solver tolerance). It falls like h^2 with the knot spacing.
 """
 
 from __future__ import annotations
 
-import os
 import time
-import tomllib
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from workbench import lie
+from workbench.closed_chains import load
+from workbench.closed_chains.dynamics import simulate
+from workbench.closed_chains.kinematics import (
+    Closures,
+    PassiveSolver,
+    accelerations,
+    independent_rows,
+    solve_passive,
+    task,
+    velocities,
+)
+from workbench.closed_chains.model import ClosedChain
 from workbench.errors import WorkbenchError
-from workbench.fivebar import ACTIVE, FiveBar
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
-from workbench.ocp.bridge import BatchedCallback
-from workbench.ocp.design import DesignSpace
+from workbench.ocp.model_functions import model_callbacks
+from workbench.ocp.problem import ReachProblem, ReachResult
 
 SOLVED = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 INFEASIBLE = ("Infeasible_Problem_Detected", "Restoration_Failed", "Error_In_Step_Computation")
 
 
-@dataclass(frozen=True)
-class ReachProblem:
-    """A reaching problem (see the module docstring); directions are unit 3-vectors."""
-
-    start: Array
-    goal: Array
-    duration: float = 1.0
-    knots: int = 100
-    minimum_time: bool = False
-    duration_bounds: tuple[float, float] = (0.05, 10.0)
-    warm_start: Path | None = None
-    tolerance: float = 1e-9
-    max_iterations: int = 1000
-    source: str = "<built-in>"
-    design: DesignSpace | None = None
-
-    @classmethod
-    def from_toml(cls, path: str | os.PathLike) -> ReachProblem:
-        """Read a problem file; every error names the file and the key."""
-        path = Path(path)
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise WorkbenchError(f"problem file not found: {path}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise WorkbenchError(f"{path}: {exc}") from exc
-        return cls.from_dict(raw, str(path), path.parent)
-
-    @classmethod
-    def from_dict(cls, raw: dict, source: str, base: Path) -> ReachProblem:
-        known = {"task", "transcription", "solver", "design"}
-        unknown = set(raw) - known
-        if unknown:
-            raise WorkbenchError(
-                f"{source}: unknown sections {sorted(unknown)}; known: {sorted(known)}"
-            )
-        task = dict(raw.get("task", {}))
-        transcription = dict(raw.get("transcription", {}))
-        solver = dict(raw.get("solver", {}))
-
-        def take(table: dict, section: str, key: str, kind, default=None):
-            if key not in table:
-                if default is None:
-                    raise WorkbenchError(f"{source}: [{section}] needs '{key}'")
-                return default
-            value = table.pop(key)
-            try:
-                return kind(value)
-            except (TypeError, ValueError):
-                raise WorkbenchError(
-                    f"{source}: [{section}] {key} = {value!r} is not valid"
-                ) from None
-
-        def direction(key: str) -> Array:
-            v = take(task, "task", key, lambda x: np.asarray(x, dtype=float))
-            if v.shape != (3,) or not np.all(np.isfinite(v)) or np.linalg.norm(v) < 1e-9:
-                raise WorkbenchError(f"{source}: [task] {key} must be a non-zero 3-vector")
-            return v / np.linalg.norm(v)
-
-        start, goal = direction("start"), direction("goal")
-        duration = take(task, "task", "duration", float)
-        knots = take(transcription, "transcription", "knots", int, 100)
-        minimum_time = take(transcription, "transcription", "minimum_time", bool, False)
-        bounds = take(
-            transcription, "transcription", "duration_bounds", lambda x: tuple(map(float, x)),
-            (0.05, 10.0),
-        )  # fmt: skip
-        warm = transcription.pop("warm_start", None)
-        tolerance = take(solver, "solver", "tolerance", float, 1e-9)
-        max_iterations = take(solver, "solver", "max_iterations", int, 1000)
-        for section, table in (
-            ("task", task),
-            ("transcription", transcription),
-            ("solver", solver),
-        ):
-            if table:
-                raise WorkbenchError(f"{source}: [{section}] has unknown keys {sorted(table)}")
-        if duration <= 0 or knots < 3:
-            raise WorkbenchError(f"{source}: need duration > 0 and knots >= 3")
-        return cls(
-            start=start,
-            goal=goal,
-            duration=duration,
-            knots=knots,
-            minimum_time=minimum_time,
-            duration_bounds=bounds,
-            warm_start=None if warm is None else (base / warm),
-            tolerance=tolerance,
-            max_iterations=max_iterations,
-            source=source,
-            design=None if "design" not in raw else _design_space(raw["design"], source),
-        )
+# ------------------------------------------------------------ configurations
+def reduced_task_jacobian(model: ClosedChain, q: Array) -> Array:
+    """d task / d q_a (N, 3, a) along the closed chain."""
+    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
+    return task(model, q)[1] @ S
 
 
-@dataclass
-class ReachResult:
-    """Outcome of a solve: status is "solved", "infeasible" or "failed"."""
+def reach_configuration(model: ClosedChain, target: Array, guess: Array | None = None) -> Array:
+    """A closed configuration (n,) whose task vector is ``target``.
 
-    status: str
-    message: str
-    t: Array
-    q: Array
-    dq: Array
-    ddq: Array
-    tau: Array
-    objective: float
-    iterations: int
-    solve_time_s: float
-    max_constraint_violation: float
-    final_pointing_error_rad: float = float("nan")
-    tracking_error_rad: float = float("nan")
-    design: dict = field(default_factory=dict)
-
-    def summary(self) -> dict:
-        """The JSON-ready summary of the solve (no trajectories)."""
-        return {
-            "status": self.status,
-            "message": self.message,
-            "objective": self.objective,
-            "iterations": self.iterations,
-            "solve_time_s": self.solve_time_s,
-            "max_constraint_violation": self.max_constraint_violation,
-            "final_pointing_error_rad": self.final_pointing_error_rad,
-            "tracking_error_rad": self.tracking_error_rad,
-            "duration_s": float(self.t[-1]),
-            "knots": len(self.t),
-            "design": self.design,
-        }
-
-
-def point_at(fivebar: FiveBar, direction: Array, guess: Array | None = None) -> Array:
-    """A closed configuration (5,) whose end effector points along ``direction``.
-
-    Gauss-Newton on the motor angles with the pointing Jacobian (the
-    pointing direction has two degrees of freedom, like the motors), from
-    ``guess`` (default home) and then from a 7 x 7 grid of motor angles
-    within the joint limits. Raises WorkbenchError when none converges: the
-    direction is outside the workspace (e.g. within the proximal arc's
-    complement of a motor axis) or only reachable through a singularity.
+    Gauss-Newton on the motor values (least-squares steps along the closed
+    chain's task Jacobian) from ``guess`` (default home), then from a grid
+    of motor values inside the joint limits. Raises WorkbenchError when none
+    reaches the target to 1e-9: it is outside the workspace or reachable
+    only through a singularity.
     """
-    _check_arcs_reach(fivebar, direction)
-    first = np.zeros(2) if guess is None else np.asarray(guess, dtype=float)[ACTIVE]
-    reach = 0.9 * fivebar.chain.upper[[0, 3]]
-    grid = np.stack(np.meshgrid(*(np.linspace(-r, r, 7) for r in reach)), -1).reshape(-1, 2)
-    for qa in (first, *grid):
-        q = _gauss_newton_pointing(fivebar, direction, qa)
+    lower, upper = model.tree.lower[model.active], model.tree.upper[model.active]
+    span = np.where(np.isfinite(upper - lower), upper - lower, 2 * np.pi)
+    middle = np.where(np.isfinite(upper + lower), (upper + lower) / 2, 0.0)
+    steps = 5 if len(model.active) <= 2 else 3
+    axes = [m + 0.8 * s * np.linspace(-0.5, 0.5, steps) for m, s in zip(middle, span, strict=True)]
+    grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, len(model.active))
+    first = model.home if guess is None else np.asarray(guess, dtype=float)
+    for start in (first, *grid):
+        q = _gauss_newton(model, target, start)
         if q is not None:
             return q
+    what = "direction" if model.task == "pointing" else "position"
     raise WorkbenchError(
-        f"the pointing direction {np.round(direction, 4).tolist()} is outside the five-bar's "
-        "workspace (no closed configuration points there)"
+        f"the target {what} {np.round(target, 4).tolist()} is outside the workspace of "
+        f"{model.name} (no closed configuration reaches it from {1 + len(grid)} starts)"
     )
 
 
-def _angle(a: Array, b: Array) -> Array:
-    """Angle between vectors (rows), accurate near 0 and pi."""
-    return np.arctan2(np.linalg.norm(lie.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
-
-
-def _check_arcs_reach(fivebar: FiveBar, direction: Array) -> None:
-    """Spherical triangle inequality on each branch: with proximal arc a_p (motor axis to
-    passive axis) and distal arc a_d (passive axis to end effector), the angle between
-    the motor axis and the direction must lie in [|a_p - a_d|, min(a_p + a_d, 2 pi - a_p - a_d)]."""
-
-    w = fivebar.axes  # home axes w1..w5; arcs are rigid, so their angles hold everywhere
-    for motor, passive in ((0, 1), (3, 4)):
-        a_p, a_d = _angle(w[motor], w[passive]), _angle(w[passive], w[2])
-        low, high = abs(a_p - a_d), min(a_p + a_d, 2 * np.pi - a_p - a_d)
-        angle_to_motor = _angle(w[motor], direction)
-        if not low - 1e-12 <= angle_to_motor <= high + 1e-12:
-            raise WorkbenchError(
-                f"the pointing direction {np.round(direction, 4).tolist()} is outside the "
-                f"five-bar's workspace: it is {np.rad2deg(angle_to_motor):.1f} deg from motor "
-                f"{motor + 1}'s axis, the arcs reach {np.rad2deg(low):.1f} to "
-                f"{np.rad2deg(high):.1f} deg"
-            )
-
-
-def _gauss_newton_pointing(fivebar: FiveBar, direction: Array, qa: Array) -> Array | None:
-    """Motor angles from ``qa`` until the pointing error is < 1e-13, else None."""
+def _gauss_newton(model: ClosedChain, target: Array, start: Array) -> Array | None:
     try:
-        q = fivebar.solve_passive(qa)
-        for _ in range(50):
-            error = direction - fivebar.pointing(q)
+        q = start if start.shape == (model.n,) else solve_passive(model, start)
+        q = solve_passive(model, q[model.active], guess=q)
+        for _ in range(60):
+            error = target - task(model, q)[0][0]
             if np.linalg.norm(error) < 1e-13:
-                return q
-            J = fivebar.pointing_jacobian(q)[0]
+                break
+            J = reduced_task_jacobian(model, q[None])[0]
             step = np.linalg.lstsq(J, error, rcond=None)[0]
-            qa = qa + step / max(1.0, np.linalg.norm(step) / 0.2)
-            q = fivebar.solve_passive(qa, guess=q)
-    except WorkbenchError:  # singular or unassembled on the way
+            step /= max(1.0, np.abs(step).max() / 0.2)
+            q = solve_passive(model, q[model.active] + step, guess=q)
+    except WorkbenchError:  # singular or outside the workspace on the way
         return None
-    within = np.all(np.abs(q[ACTIVE]) <= fivebar.chain.upper[[0, 3]])
-    return q if within and np.linalg.norm(direction - fivebar.pointing(q)) <= 1e-9 else None
+    lower, upper = model.tree.lower, model.tree.upper
+    inside = np.all((q >= lower - 1e-9) & (q <= upper + 1e-9))
+    reached = np.linalg.norm(target - task(model, q)[0][0]) <= 1e-9
+    return q if inside and reached else None
 
 
-def initial_guess(fivebar: FiveBar, q0: Array, q1: Array, t: Array) -> tuple[Array, Array, Array]:
-    """Minimum-jerk motion of the motors from q0 to q1, passive joints on the closed loop."""
-    T = t[-1]
-    s = t / T
+def initial_guess(model: ClosedChain, q0: Array, q1: Array, t: Array) -> Array:
+    """Knot variables (K, 3 n): minimum-jerk motion of the motors, passive joints following."""
+    s = t / t[-1]
     shape = 10 * s**3 - 15 * s**4 + 6 * s**5
-    dshape = (30 * s**2 - 60 * s**3 + 30 * s**4) / T
-    ddshape = (60 * s - 180 * s**2 + 120 * s**3) / T**2
-    delta = q1[ACTIVE] - q0[ACTIVE]
-    qa = q0[ACTIVE] + shape[:, None] * delta
-    q = np.empty((len(t), 5))
-    previous = q0
-    for k in range(len(t)):
-        previous = q[k] = fivebar.solve_passive(qa[k], guess=previous)
-    dq = fivebar.velocities(q, dshape[:, None] * delta)
-    ddq = fivebar.accelerations(q, dq, ddshape[:, None] * delta)
-    return q, dq, ddq
+    dshape = (30 * s**2 - 60 * s**3 + 30 * s**4) / t[-1]
+    ddshape = (60 * s - 180 * s**2 + 120 * s**3) / t[-1] ** 2
+    delta = q1[model.active] - q0[model.active]
+    q = solve_passive(model, q0[model.active] + shape[:, None] * delta, guess=q0)
+    dq = velocities(model, q, dshape[:, None] * delta)
+    ddq = accelerations(model, q, dq, ddshape[:, None] * delta)
+    return np.concatenate([q, dq, ddq], axis=1)
 
 
-def model_callbacks(
-    fivebar: FiveBar,
-    knots: int,
-    finite_differences: bool = False,
-    design: DesignSpace | None = None,
-) -> dict:
-    """The five-bar's torque, closure and pointing functions as batched CasADi callbacks.
-
-    With a ``design`` space the torque takes the link parameters phi (40,)
-    as a shared input (tau is linear in phi: d tau / d phi is the
-    regressor) and a "design" callback maps the design p to phi.
-    """
-
-    def torque(X, P, jacobian):
-        q, dq, ddq = X[:, :5], X[:, 5:10], X[:, 10:]
-        model = (
-            fivebar if design is None else fivebar.with_inertias(matrix_from_phi(P.reshape(4, 10)))
-        )
-        if not jacobian:
-            return (model.torque(q, dq, ddq),)
-        d = model.torque_derivatives(q, dq, ddq, with_eta=False)
-        by_state = np.concatenate([d.dtau_dq, d.dtau_dv, d.dtau_da], axis=-1)
-        if design is None:
-            return d.tau, by_state
-        return d.tau, by_state, fivebar.torque_regressor(q, dq, ddq)
-
-    def closure(X, _P, jacobian):
-        c, J = fivebar.closure(X[:, :5], X[:, 5:10], X[:, 10:])
-        return (c, J) if jacobian else (c,)
-
-    def pointing(X, _P, jacobian):
-        p = fivebar.pointing(X)
-        return (p, fivebar.pointing_derivative(X)) if jacobian else (p,)
-
-    def link_phi(X, _P, jacobian):
-        phi, dphi = design.link_phi(X[0])
-        return (phi.reshape(1, 40), dphi.reshape(1, 40, -1)) if jacobian else (phi.reshape(1, 40),)
-
-    fd = finite_differences
-    accelerations = range(10, 15)  # tau and the closure are affine in ddq
-    functions = {
-        "torque": BatchedCallback(
-            "torque", torque, knots, 15, 2, n_shared=0 if design is None else 40,
-            finite_differences=fd, affine_inputs=accelerations, affine_shared=True,
-        ),
-        "closure": BatchedCallback(
-            "closure", closure, knots, 15, 9, finite_differences=fd, affine_inputs=accelerations
-        ),
-        "pointing": BatchedCallback("pointing", pointing, 1, 5, 3, finite_differences=fd),
-    }  # fmt: skip
-    if design is not None:
-        functions["design"] = BatchedCallback(
-            "design", link_phi, 1, design.size, 40, finite_differences=fd
-        )
-    return functions
+# ------------------------------------------------------------ transcription
+def goal_rows(model: ClosedChain, q_goal: Array) -> Array:
+    """Directions (r, 3) of the task space the tool can move in at the goal (range of J)."""
+    U, s, _ = np.linalg.svd(reduced_task_jacobian(model, q_goal[None])[0])
+    return U[:, : int(np.sum(s > 1e-9 * max(s.max(initial=0.0), 1e-300)))].T
 
 
 def transcribe(
     problem: ReachProblem,
+    model: ClosedChain,
     functions: dict,
     q_start: Array,
-    fivebar: FiveBar,
-    design: DesignSpace | None = None,
+    goal: Array,
+    goal_basis: Array,
 ) -> dict:
-    """The NLP (CasADi MX) of ``problem`` given model ``functions`` (see the module docstring).
+    """The NLP (CasADi MX) of ``problem`` given the model ``functions`` (module docstring).
 
-    ``functions`` maps "torque", "closure" and "pointing" to CasADi
-    functions of the stacked knot variables (as :func:`model_callbacks`
-    builds them); a pure-SX formulation can be passed in their place. With
-    a ``design`` space, "design" maps p to the link phi, the torque takes
-    phi, p joins the decision variables (after the knots and the duration)
-    and the moving mass is bounded by the budget.
+    ``functions`` maps "torque", "closure" and "task" (and "design" with a
+    design space) to CasADi functions of the stacked knot variables, as
+    :func:`workbench.ocp.model_functions.model_callbacks` builds them; a
+    pure-SX formulation can be passed in their place.
     """
-    K = problem.knots
-    X = ca.MX.sym("X", 15, K)
+    n, K = model.n, problem.knots
+    active = [int(i) for i in model.active]
+    X = ca.MX.sym("X", 3 * n, K)
     duration = ca.MX.sym("T") if problem.minimum_time else problem.duration
     h = duration / (K - 1)
-    q, dq, ddq = X[:5, :], X[5:10, :], X[10:, :]
-    a = [int(i) for i in ACTIVE]
+    q, dq, ddq = X[:n, :], X[n : 2 * n, :], X[2 * n :, :]
     g, lbg, ubg = [], [], []
 
     def equal(expr, value=0.0):
         g.append(ca.vec(expr))
-        n = g[-1].numel()
-        lbg.append(np.broadcast_to(value, n).ravel())
-        ubg.append(np.broadcast_to(value, n).ravel())
+        size = g[-1].numel()
+        lbg.append(np.broadcast_to(value, size).ravel())
+        ubg.append(np.broadcast_to(value, size).ravel())
 
-    # motors: exact integration of a piecewise-linear acceleration
-    qa, dqa, ddqa = q[a, :], dq[a, :], ddq[a, :]
+    qa, dqa, ddqa = q[active, :], dq[active, :], ddq[active, :]
     equal(qa[:, 1:] - qa[:, :-1] - h * dqa[:, :-1] - h**2 / 6 * (2 * ddqa[:, :-1] + ddqa[:, 1:]))
     equal(dqa[:, 1:] - dqa[:, :-1] - h / 2 * (ddqa[:, :-1] + ddqa[:, 1:]))
     equal(functions["closure"](ca.vec(X)))
-    # boundary conditions
-    equal(qa[:, 0], q_start[ACTIVE])
+    equal(qa[:, 0], q_start[active])
     equal(dqa[:, 0])
     equal(dqa[:, -1])
-    goal_basis = _orthonormal_complement(problem.goal)
-    final_pointing = functions["pointing"](q[:, -1])
-    equal(goal_basis @ final_pointing)
-    g.append(ca.dot(problem.goal, final_pointing))  # not the opposite direction
-    lbg.append([0.0])
-    ubg.append([np.inf])
+    final = functions["task"](q[:, -1])
+    equal(goal_basis @ (final - goal))
+    if model.task == "pointing":
+        g.append(ca.dot(goal, final))  # not the opposite direction
+        lbg.append([0.0])
+        ubg.append([np.inf])
+    design = problem.design
     if design is not None:
         p = ca.MX.sym("p", design.size)
         phi = functions["design"](p)
-        mass = ca.sum1(phi[::10])
-        g.append(mass)
+        g.append(ca.sum1(phi[::10]))
         lbg.append([0.0])
         ubg.append([design.mass_budget])
         tau = functions["torque"](ca.vec(X), phi)
     else:
         tau = functions["torque"](ca.vec(X))
-    # torque limits
-    limit = np.repeat(fivebar.chain.effort_limit[[0, 3]][None], K, axis=0).ravel()
+    limit = np.tile(model.tree.effort_limit[active], K)
     g.append(tau)
     lbg.append(-limit)
     ubg.append(limit)
     weights = np.full(K, 1.0)
     weights[[0, -1]] = 0.5
-    effort = h * ca.dot(np.repeat(weights, 2), tau**2)
+    effort = h * ca.dot(np.repeat(weights, len(active)), tau**2)
     objective = duration + 1e-3 * effort if problem.minimum_time else effort
-    # bounds on the variables
-    lower, upper = _state_bounds(fivebar)
-    lbx, ubx = np.tile(lower, K), np.tile(upper, K)
-    x = ca.vec(X)
+    lower, upper = state_bounds(model)
+    lbx, ubx, x = np.tile(lower, K), np.tile(upper, K), ca.vec(X)
     if problem.minimum_time:
         x = ca.vertcat(x, duration)
         lbx = np.append(lbx, problem.duration_bounds[0])
@@ -405,17 +210,15 @@ def transcribe(
         "lbg": np.concatenate(lbg),
         "ubg": np.concatenate(ubg),
         "tau": ca.Function("tau", [x], [tau]),
-        "functions": functions,
     }
 
 
-def _design_space(table: dict, source: str) -> DesignSpace:
-    """The ``[design]`` table of a problem file, on the shipped five-bar's design."""
-    from workbench.fivebar_design import FiveBarDesign
-    from workbench.resources import shipped
-
-    design = FiveBarDesign.from_toml(shipped("models") / "fivebar" / "design.toml")
-    return DesignSpace.from_table(design, table, source)
+def state_bounds(model: ClosedChain) -> tuple[Array, Array]:
+    """Bounds on (q, dq, ddq) per knot: joint limits and velocity limits of the tree."""
+    tree = model.tree
+    upper = np.concatenate([tree.upper, tree.velocity_limit, np.full(model.n, np.inf)])
+    lower = np.concatenate([tree.lower, -tree.velocity_limit, np.full(model.n, -np.inf)])
+    return lower, upper
 
 
 def objective_unit(problem: ReachProblem) -> str:
@@ -423,46 +226,49 @@ def objective_unit(problem: ReachProblem) -> str:
     return "s + 1e-3 N^2 m^2 s" if problem.minimum_time else "N^2 m^2 s"
 
 
-def _state_bounds(fivebar: FiveBar) -> tuple[Array, Array]:
-    """Bounds on (q, dq, ddq) per knot: joint limits (joint 5 shares joint 3's), velocity limits."""
-    chain = fivebar.chain
-    position = np.concatenate([chain.upper, chain.upper[2:3]])
-    velocity = np.concatenate([chain.velocity_limit, chain.velocity_limit[2:3]])
-    upper = np.concatenate([position, velocity, np.full(5, np.inf)])
-    lower = np.concatenate([-position, -velocity, np.full(5, -np.inf)])
-    return lower, upper
-
-
-def _orthonormal_complement(v: Array) -> Array:
-    """Two unit rows orthogonal to v and to each other."""
-    return np.linalg.svd(v[None, :])[2][1:]
+# --------------------------------------------------------------------- solve
+def task_targets(problem: ReachProblem, model: ClosedChain) -> tuple[Array, Array]:
+    """Start and goal task vectors; pointing directions are normalised."""
+    if model.task != "pointing":
+        return problem.start, problem.goal
+    out = []
+    for name, v in (("start", problem.start), ("goal", problem.goal)):
+        norm = np.linalg.norm(v)
+        if norm < 1e-9:
+            raise WorkbenchError(f"{problem.source}: [task] {name} must be a non-zero direction")
+        out.append(v / norm)
+    return out[0], out[1]
 
 
 def solve(
     problem: ReachProblem,
-    fivebar: FiveBar | None = None,
+    model: ClosedChain | None = None,
     progress: bool = True,
     functions: dict | None = None,
 ) -> ReachResult:
     """Solve ``problem`` with IPOPT; unreachable targets and infeasible solves are statuses.
 
-    ``functions`` replaces the model functions (see :func:`transcribe`), e.g.
-    by CasADi-native ones for comparison; default :func:`model_callbacks`.
+    ``model`` defaults to the problem's; ``functions`` replaces the model
+    callbacks (see :func:`transcribe`), e.g. by CasADi-native ones. Ctrl-C
+    during the solve raises KeyboardInterrupt once IPOPT has stopped.
     """
-    fivebar = FiveBar.default() if fivebar is None else fivebar
+    from workbench.dynamics.kernels import warm_up
+
+    model = load(problem.model) if model is None else model
     K = problem.knots
     t = np.linspace(0.0, problem.duration, K)
+    start, goal = task_targets(problem, model)
     try:
-        q_start = point_at(fivebar, problem.start)
-        q_goal = point_at(fivebar, problem.goal, guess=q_start)
+        q_start = reach_configuration(model, start)
+        q_goal = reach_configuration(model, goal, guess=q_start)
     except WorkbenchError as exc:
-        return _unsolved("infeasible", str(exc), t, K)
-    guess = _warm_start(problem, fivebar, q_start, q_goal, t)
+        return _unsolved("infeasible", str(exc), t, model)
     design = problem.design
+    rows = independent_rows(model, q_start)
     if functions is None:  # CasADi holds callbacks weakly: ``functions`` keeps them alive
-        functions = model_callbacks(fivebar, K, design=design)
-    problem_nlp = transcribe(problem, functions, q_start, fivebar, design)
-    x0 = guess.ravel()  # knot by knot, as ca.vec(X) stacks the columns of X (15, K)
+        functions = model_callbacks(model, K, rows, design)
+    nlp = transcribe(problem, model, functions, q_start, goal, goal_rows(model, q_goal))
+    x0 = _warm_start(problem, model, q_start, q_goal, t).ravel()
     if problem.minimum_time:
         x0 = np.append(x0, problem.duration)
     if design is not None:
@@ -478,85 +284,79 @@ def solve(
     }
     if problem.warm_start is not None:  # start near the previous solution's barrier level
         options.update({"ipopt.mu_init": 1e-6, "ipopt.bound_push": 1e-9, "ipopt.bound_frac": 1e-9})
-    solver = ca.nlpsol("reach", "ipopt", problem_nlp["nlp"], options)
+    solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
+    warm_up()
     started = time.perf_counter()
-    sol = solver(
-        x0=x0,
-        lbx=problem_nlp["lbx"],
-        ubx=problem_nlp["ubx"],
-        lbg=problem_nlp["lbg"],
-        ubg=problem_nlp["ubg"],
-    )
+    sol = solver(x0=x0, lbx=nlp["lbx"], ubx=nlp["ubx"], lbg=nlp["lbg"], ubg=nlp["ubg"])
     elapsed = time.perf_counter() - started
+    if any(getattr(f, "interrupted", False) for f in functions.values()):
+        raise KeyboardInterrupt
     stats = solver.stats()
     x = np.asarray(sol["x"]).ravel()
-    duration = float(x[-1]) if problem.minimum_time else problem.duration
-    X = x[: 15 * K].reshape(K, 15)
-    t = np.linspace(0.0, duration, K)
+    duration = float(x[3 * model.n * K]) if problem.minimum_time else problem.duration
+    X = x[: 3 * model.n * K].reshape(K, 3 * model.n)
     g = np.asarray(sol["g"]).ravel()
-    violation = float(
-        max(
-            np.max(problem_nlp["lbg"] - g, initial=0.0), np.max(g - problem_nlp["ubg"], initial=0.0)
-        )
-    )
-    status_text = stats["return_status"]
-    status = (
-        "solved"
-        if status_text in SOLVED
-        else "infeasible"
-        if status_text in INFEASIBLE
-        else "failed"
-    )
-    tau = np.asarray(problem_nlp["tau"](x)).reshape(K, 2)
+    violation = float(max(np.max(nlp["lbg"] - g, initial=0.0), np.max(g - nlp["ubg"], initial=0.0)))
+    text = stats["return_status"]
+    status = "solved" if text in SOLVED else "infeasible" if text in INFEASIBLE else "failed"
+    n = model.n
     result = ReachResult(
         status=status,
-        message=status_text,
-        t=t,
-        q=X[:, :5],
-        dq=X[:, 5:10],
-        ddq=X[:, 10:],
-        tau=tau,
+        message=text,
+        t=np.linspace(0.0, duration, K),
+        q=X[:, :n],
+        dq=X[:, n : 2 * n],
+        ddq=X[:, 2 * n :],
+        tau=np.asarray(nlp["tau"](x)).reshape(K, len(model.active)),
         objective=float(sol["f"]),
         iterations=int(stats["iter_count"]),
         solve_time_s=elapsed,
         max_constraint_violation=violation,
+        task=model.task,
         design={} if design is None else _design_summary(design, x[len(x) - design.size :]),
     )
     if status == "solved":
         if design is not None:
-            fivebar = fivebar.with_inertias(matrix_from_phi(np.array(result.design["link_phi"])))
-        _simulate(fivebar, problem, result)
+            phi = np.array(result.design["link_phi"])
+            model = model.with_inertias(matrix_from_phi(phi))
+        _simulate(model, goal, result)
     return result
 
 
-def _simulate(fivebar: FiveBar, problem: ReachProblem, result: ReachResult) -> None:
-    """Forward-simulate the optimal motor torques (closed-chain dynamics, RK4) from the start.
+def task_distance(model: ClosedChain, a: Array, b: Array) -> Array:
+    """Angle between pointing directions (rad) or distance between positions (m), rows."""
+    if model.task == "pointing":
+        return np.arctan2(np.linalg.norm(lie.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
+    return np.linalg.norm(a - b, axis=-1)
 
-    Sets the final pointing error (angle between the simulated end-effector
-    direction and the goal) and the largest angle between the simulated and
-    the planned pointing over the knots.
+
+def _simulate(model: ClosedChain, goal: Array, result: ReachResult) -> None:
+    """Forward-simulate the optimal motor torques (RK4, one step per knot interval).
+
+    Sets the final task error of the simulated motion and the largest
+    distance between the simulated and the planned task vectors.
     """
-    # one RK4 step per knot interval: 4 substeps change the final error by 2e-5 rad of 1.2e-3
-    q, _ = fivebar.simulate(result.t, result.tau, result.q[0], result.dq[0, ACTIVE], substeps=1)
+    q, _ = simulate(
+        model, result.t, result.tau, result.q[0], result.dq[0, model.active], substeps=1
+    )
+    simulated = task(model, q)[0]
+    result.task_error = float(task_distance(model, simulated[-1], goal))
+    result.tracking_error = float(np.max(task_distance(model, simulated, task(model, result.q)[0])))
 
-    simulated = fivebar.pointing(q)
-    result.final_pointing_error_rad = float(_angle(simulated[-1], problem.goal))
-    result.tracking_error_rad = float(np.max(_angle(simulated, fivebar.pointing(result.q))))
 
-
-def _design_summary(design: DesignSpace, p: Array) -> dict:
+def _design_summary(design, p: Array) -> dict:
     """Designed quantities before (nominal) and after, their bounds and the moving mass."""
     lower, upper = design.bounds()
     nominal = design.nominal_values()
     phi = design.link_phi(p)[0]
     variables = {
         name: {
-            "before": float(n),
-            "after": float(n + value),
-            "lower": float(n + lo),
-            "upper": float(n + up),
+            "before": float(v),
+            "after": float(v + value),
+            "lower": float(v + lo),
+            "upper": float(v + up),
         }
-        for name, n, value, lo, up in zip(design.names, nominal, p, lower, upper, strict=True)
+        for name, v, value, lo, up in zip(design.names, nominal, p, lower, upper, strict=True)
     }
     return {
         "variables": variables,
@@ -570,34 +370,31 @@ def _design_summary(design: DesignSpace, p: Array) -> dict:
     }
 
 
-def _warm_start(problem, fivebar, q_start, q_goal, t) -> Array:
-    """Knot variables (K, 15): a previous trajectory file if given, else minimum jerk."""
-    if problem.warm_start is not None:
-        try:
-            data = np.load(problem.warm_start)
+def _warm_start(problem: ReachProblem, model: ClosedChain, q_start, q_goal, t) -> Array:
+    """Knot variables (K, 3 n): a previous trajectory file if given, else minimum jerk."""
+    if problem.warm_start is None:
+        return initial_guess(model, q_start, q_goal, t)
+    try:
+        with np.load(problem.warm_start) as data:
             previous = [np.asarray(data[key], dtype=float) for key in ("t", "q", "dq", "ddq")]
-        except (OSError, KeyError, ValueError) as exc:
-            raise WorkbenchError(f"warm start {problem.warm_start}: {exc}") from exc
-        t_old = previous[0] / previous[0][-1] * t[-1]
-        return np.column_stack(
-            [np.interp(t, t_old, column) for array in previous[1:] for column in array.T]
+    except (OSError, KeyError, ValueError) as exc:
+        raise WorkbenchError(f"warm start {problem.warm_start}: {exc}") from None
+    if any(p.ndim != 2 or p.shape[1] != model.n for p in previous[1:]) or previous[0].ndim != 1:
+        raise WorkbenchError(
+            f"warm start {problem.warm_start}: q, dq, ddq must be (K, {model.n}) for {model.name}"
         )
-    q, dq, ddq = initial_guess(fivebar, q_start, q_goal, t)
-    return np.concatenate([q, dq, ddq], axis=1)
-
-
-def _unsolved(status: str, message: str, t: Array, K: int) -> ReachResult:
-    empty = np.full((K, 5), np.nan)
-    return ReachResult(
-        status,
-        message,
-        t,
-        empty,
-        empty,
-        empty,
-        np.full((K, 2), np.nan),
-        float("nan"),
-        0,
-        0.0,
-        float("nan"),
+    if not all(np.all(np.isfinite(p)) for p in previous) or previous[0][-1] <= 0:
+        raise WorkbenchError(f"warm start {problem.warm_start}: values are not finite")
+    t_old = previous[0] / previous[0][-1] * t[-1]
+    return np.column_stack(
+        [np.interp(t, t_old, column) for array in previous[1:] for column in array.T]
     )
+
+
+def _unsolved(status: str, message: str, t: Array, model: ClosedChain) -> ReachResult:
+    K, n, a = len(t), model.n, len(model.active)
+    empty = np.full((K, n), np.nan)
+    return ReachResult(
+        status, message, t, empty, empty, empty, np.full((K, a), np.nan),
+        float("nan"), 0, 0.0, float("nan"), task=model.task,
+    )  # fmt: skip

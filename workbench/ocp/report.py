@@ -1,16 +1,18 @@
-"""Results of a reaching solve on disk: summary, trajectory, plots and animation.
+"""Results of a reaching solve on disk: summary, trajectory, plots, animation, report page.
 
 Files (written into a staging directory that :func:`workbench.io.results_directory`
 publishes whole):
 
-* ``summary.json``: :meth:`ReachResult.summary` plus the problem file;
-* ``trajectory.npz`` and ``trajectory.csv``: t (K,), q (K, 5) in joint order
-  1..5, dq, ddq, tau (K, 2) for joints 1 and 4 (CSV columns t, q1..q5,
-  dq1..dq5, ddq1..ddq5, tau1, tau4);
+* ``summary.json``: :meth:`ReachResult.summary` plus the problem file and model;
+* ``trajectory.npz`` (t (K,), q, dq, ddq (K, n) in the tree's joint order,
+  tau (K, a) in the order of the actuated joints) and ``trajectory.csv``
+  with columns t, q<j>, dq<j>, ddq<j> for every joint and tau<j> for every
+  motor, ``<j>`` the joint name without a leading ``joint_`` (q1 ... q5,
+  tau1, tau4 for the spherical five-bar) or ``_<name>``;
 * ``joint_angles.png``, ``motor_torques.png``, ``power_energy.png`` and,
   for co-design, ``design.png`` (:mod:`workbench.viz.plots`);
-* ``animation.html``: the self-contained meshcat scene of the motion
-  (meshes of the nominal design).
+* ``animation.html``: the self-contained meshcat scene of the motion;
+* ``report.html``: the summary, the plots and the animation in one page.
 """
 
 from __future__ import annotations
@@ -20,49 +22,70 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.fivebar import ACTIVE, FiveBar
-from workbench.ocp.reach import ReachProblem, ReachResult, objective_unit
+from workbench.closed_chains.model import ClosedChain
+from workbench.ocp.problem import ReachProblem, ReachResult
+from workbench.ocp.reach import objective_unit
 
-JOINT_LABELS = ("q1", "q2", "q3", "q4", "q5")
+
+def joint_label(name: str) -> str:
+    """``joint_3`` -> ``3``, any other name -> ``_name`` (CSV column suffixes)."""
+    return name[len("joint_") :] if name.startswith("joint_") else f"_{name}"
 
 
 def write_results(
-    stage: Path, problem: ReachProblem, result: ReachResult, fivebar: FiveBar
+    stage: Path, problem: ReachProblem, result: ReachResult, model: ClosedChain
 ) -> None:
     """Write every result file of a solved problem into ``stage``."""
     from workbench.viz import plots, viewer
+    from workbench.viz.report_page import write_report_page
     from workbench.viz.scene import Robot
 
-    summary = {"problem": problem.source, **result.summary()}
+    summary = {"problem": problem.source, "model": problem.model, **result.summary()}
     summary["objective_unit"] = objective_unit(problem)
     (stage / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     arrays = {"t": result.t, "q": result.q, "dq": result.dq, "ddq": result.ddq, "tau": result.tau}
     np.savez(stage / "trajectory.npz", **arrays)
-    header = ["t", *JOINT_LABELS, *(f"d{j}" for j in JOINT_LABELS)]
-    header += [*(f"dd{j}" for j in JOINT_LABELS), "tau1", "tau4"]
+    tree = model.tree
+    labels = [joint_label(name) for name in tree.joint_names]
+    motors = [joint_label(name) for name in model.actuated]
+    header = ["t", *(f"{p}{j}" for p in ("q", "dq", "ddq") for j in labels)]
+    header += [f"tau{j}" for j in motors]
     table = np.column_stack([result.t, result.q, result.dq, result.ddq, result.tau])
     np.savetxt(stage / "trajectory.csv", table, delimiter=",", header=",".join(header), comments="")
 
-    chain = fivebar.chain
-    upper = np.concatenate([chain.upper, chain.upper[2:3]])  # joint 5 shares joint 3's limits
-    plots.plot_joint_trajectories(
-        stage / "joint_angles.png", result.t, result.q, JOINT_LABELS,
-        title="Joint angles (1, 4 motors)", ylabel="rad", limits=(-upper, upper),
-    )  # fmt: skip
-    motors = [JOINT_LABELS[i].replace("q", "tau") for i in ACTIVE]
-    plots.plot_torques(
-        stage / "motor_torques.png", result.t, result.tau, motors, limits=chain.effort_limit[ACTIVE]
-    )
-    plots.plot_power_energy(stage / "power_energy.png", result.t, result.tau, result.dq[:, ACTIVE])
+    images = [
+        plots.plot_joint_trajectories(
+            stage / "joint_angles.png", result.t, result.q, [f"q{j}" for j in labels],
+            title=f"Joint values (motors: {', '.join(model.actuated)})", ylabel="rad or m",
+            limits=(tree.lower, tree.upper),
+        ),
+        plots.plot_torques(
+            stage / "motor_torques.png", result.t, result.tau, [f"tau{j}" for j in motors],
+            limits=tree.effort_limit[model.active],
+        ),
+        plots.plot_power_energy(
+            stage / "power_energy.png", result.t, result.tau, result.dq[:, model.active]
+        ),
+    ]  # fmt: skip
     if result.design:
         variables = result.design["variables"]
         names = list(variables)
-        plots.plot_design(
-            stage / "design.png",
-            [f"{name.replace('_offset', ' distance').replace('_', ' ')} [mm]" for name in names],
-            [1e3 * variables[name]["before"] for name in names],
-            [1e3 * variables[name]["after"] for name in names],
+        images.append(
+            plots.plot_design(
+                stage / "design.png",
+                [
+                    f"{name.replace('_offset', ' distance').replace('_', ' ')} [mm]"
+                    for name in names
+                ],
+                [1e3 * variables[name]["before"] for name in names],
+                [1e3 * variables[name]["after"] for name in names],
+            )
         )
-    robot = Robot.from_urdf(fivebar.urdf_path)
-    q_tree = fivebar.tree_configuration(result.q)
-    viewer.write_html(stage / "animation.html", robot, result.t, q_tree, tool_frame="end_effector")
+    robot = Robot.from_urdf(model.urdf_path)
+    animation = viewer.static_html(robot, result.t, result.q, tool_frame=tree.tool_name)
+    (stage / "animation.html").write_text(animation, encoding="utf-8")
+    rows = [(key, value) for key, value in summary.items() if key != "design"]
+    write_report_page(
+        stage / "report.html", f"Reaching with {model.name}: {problem.source}", rows, images,
+        animation=animation,
+    )  # fmt: skip

@@ -1,0 +1,108 @@
+"""A closed chain's torque, closure and task maps as batched CasADi callbacks.
+
+Per knot the decision variables are the tree's joint values, velocities
+and accelerations ``x = (q, dq, ddq)`` (3 n). The callbacks
+(:class:`workbench.ocp.bridge.BatchedCallback`, one batched evaluation for
+all knots with the analytic Jacobian):
+
+* ``torque``: motor torques ``S^T tau_tree(q, dq, ddq)`` (a) and their
+  full-state partials (:func:`workbench.closed_chains.derivatives.torque_derivatives`);
+  with a design space, the links' inertial parameters are a shared input
+  (the torque is linear in them: the Jacobian is the closed chain's regressor);
+* ``closure``: the independent rows I of the closure at position, velocity
+  and acceleration level, ``(c_I, K_I dq, K_I ddq + c''_I[dq, dq])``, with
+  Jacobian blocks ``d/dq = (K_I, c''_I[., dq], c''_I[., ddq] + c'''_I[dq, dq, .])``,
+  ``d/d dq = (0, K_I, 2 c''_I[., dq])``, ``d/d ddq = (0, 0, K_I)``;
+* ``task``: the tool's task vector at the last knot and its partials.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.closed_chains.derivatives import torque_derivatives
+from workbench.closed_chains.dynamics import motor_torques, torque_regressor
+from workbench.closed_chains.kinematics import Closures, joint_directions, task
+from workbench.closed_chains.model import ClosedChain
+from workbench.inertia import matrix_from_phi
+from workbench.lie import Array
+from workbench.ocp.bridge import BatchedCallback
+
+
+def closure_levels(model: ClosedChain, rows: np.ndarray, X: Array, jacobian: bool):
+    """The closure at three levels (K, 3 r) for knots X (K, 3 n), and its Jacobian (K, 3 r, 3 n)."""
+    n = model.n
+    q, dq, ddq = X[:, :n], X[:, n : 2 * n], X[:, 2 * n :]
+    closures = Closures(model, q)
+    K = closures.jacobian()[:, rows]
+    J_dq = closures.first_jacobian((dq[:, None], None))[:, 0][:, rows]  # c''[e_i, dq]
+    c2 = np.einsum("nmi,ni->nm", J_dq, dq)  # c''[dq, dq]
+    value = np.concatenate(
+        [closures.residual()[:, rows], (K @ dq[..., None])[..., 0],
+         (K @ ddq[..., None])[..., 0] + c2], axis=1,
+    )  # fmt: skip
+    if not jacobian:
+        return (value,)
+    N, r = len(q), len(rows)
+    J_ddq = closures.first_jacobian((ddq[:, None], None))[:, 0][:, rows]
+    third = closures.third(
+        (np.repeat(dq[:, None], n, axis=1), None), joint_directions(N, n)
+    )  # (N, n, m): c'''[dq, dq, e_i]
+    D = np.zeros((N, 3 * r, 3 * n))
+    D[:, :r, :n] = K
+    D[:, r : 2 * r, :n] = J_dq
+    D[:, r : 2 * r, n : 2 * n] = K
+    D[:, 2 * r :, :n] = J_ddq + np.swapaxes(third, 1, 2)[:, rows]
+    D[:, 2 * r :, n : 2 * n] = 2.0 * J_dq
+    D[:, 2 * r :, 2 * n :] = K
+    return value, D
+
+
+def model_callbacks(
+    model: ClosedChain, knots: int, rows: np.ndarray, design=None, finite_differences=False
+) -> dict[str, BatchedCallback]:
+    """Torque, closure and task callbacks (module docstring); "design" maps p to phi."""
+    n, a = model.n, len(model.active)
+    phi_size = 10 * n
+
+    def torque(X, P, jacobian):
+        q, dq, ddq = X[:, :n], X[:, n : 2 * n], X[:, 2 * n :]
+        chain = model if design is None else model.with_inertias(matrix_from_phi(P.reshape(n, 10)))
+        if not jacobian:
+            return (motor_torques(chain, q, dq, ddq),)
+        d = torque_derivatives(chain, q, dq, ddq, with_eta=False)
+        by_state = np.concatenate([d.dtau_dq, d.dtau_dv, d.dtau_da], axis=-1)
+        if design is None:
+            return d.tau, by_state
+        return d.tau, by_state, torque_regressor(chain, q, dq, ddq)
+
+    def closure(X, _P, jacobian):
+        return closure_levels(model, rows, X, jacobian)
+
+    def task_vector(X, _P, jacobian):
+        x, dx = task(model, X)
+        return (x, dx) if jacobian else (x,)
+
+    def link_phi(X, _P, jacobian):
+        phi, dphi = design.link_phi(X[0])
+        flat = phi.reshape(1, phi_size)
+        return (flat, dphi.reshape(1, phi_size, -1)) if jacobian else (flat,)
+
+    fd = finite_differences
+    accelerations = range(2 * n, 3 * n)  # torque and closure are affine in ddq
+    functions = {
+        "torque": BatchedCallback(
+            "torque", torque, knots, 3 * n, a, n_shared=0 if design is None else phi_size,
+            finite_differences=fd, affine_inputs=accelerations, affine_shared=True,
+        ),
+        "closure": BatchedCallback(
+            "closure", closure, knots, 3 * n, 3 * len(rows), finite_differences=fd,
+            affine_inputs=accelerations,
+        ),
+        "task": BatchedCallback("task", task_vector, 1, n, 3, finite_differences=fd),
+    }  # fmt: skip
+    if design is not None:
+        functions["design"] = BatchedCallback(
+            "design", link_phi, 1, design.size, phi_size, finite_differences=fd
+        )
+    return functions

@@ -1,0 +1,161 @@
+"""Reaching problems (problem files) and their results.
+
+A problem file names a closed chain (a shipped name or a closure file)
+and the task; every key but ``start`` and ``goal`` has a default::
+
+    [task]
+    model = "fivebar"          # a shipped closed chain or a closure file
+    start = [0.0, -0.5, 0.866] # the tool's task vector at t = 0: a pointing
+    goal = [0.5, 0.3, 0.812]   # direction ("pointing" models) or a position in m
+    duration = 0.6             # s
+    [transcription]
+    knots = 100
+    minimum_time = false       # true: minimise the duration within duration_bounds
+    duration_bounds = [0.05, 5.0]
+    warm_start = "results/reach/trajectory.npz"   # optional, relative to the file
+    [solver]
+    tolerance = 1e-9
+    max_iterations = 1000
+    [design]                   # optional co-design (the spherical five-bar only)
+    mass_budget = 0.75
+    [design.variables]
+    arc_width = [-0.008, 0.010]
+
+Every error names the file and the key (:mod:`workbench.config`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from workbench.config import Section, read_toml
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+
+@dataclass(frozen=True)
+class ReachProblem:
+    """A reaching problem (module docstring); ``design`` is a DesignSpace or None."""
+
+    start: Array
+    goal: Array
+    model: str = "fivebar"
+    duration: float = 1.0
+    knots: int = 100
+    minimum_time: bool = False
+    duration_bounds: tuple[float, float] = (0.05, 10.0)
+    warm_start: Path | None = None
+    tolerance: float = 1e-9
+    max_iterations: int = 1000
+    source: str = "<built-in>"
+    design: object | None = None
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike) -> ReachProblem:
+        """Read a problem file; every error names the file and the key."""
+        path = Path(path)
+        return cls.from_dict(read_toml(path, "problem file"), str(path), path.parent)
+
+    @classmethod
+    def from_dict(cls, raw: dict, source: str, base: Path) -> ReachProblem:
+        top = Section(raw, source)
+        task = top.section("task", required=True)
+        transcription = top.section("transcription")
+        solver = top.section("solver")
+        model = task.string("model", "fivebar")
+        if model.endswith(".toml") and not Path(model).is_absolute():
+            model = str(base / model)
+        start = task.array("start", shape=(3,))
+        goal = task.array("goal", shape=(3,))
+        duration = task.number("duration", 1.0, positive=True)
+        knots = transcription.integer("knots", 100, minimum=3)
+        minimum_time = transcription.boolean("minimum_time", False)
+        bounds = transcription.array("duration_bounds", np.array([0.05, 10.0]), shape=(2,),
+                                     positive=True)  # fmt: skip
+        if not bounds[0] < bounds[1]:
+            raise WorkbenchError(
+                f"{transcription.where('duration_bounds')} = {bounds.tolist()} must be increasing"
+            )
+        if minimum_time and not bounds[0] <= duration <= bounds[1]:
+            raise WorkbenchError(
+                f"{task.where('duration')} = {duration} lies outside duration_bounds "
+                f"{bounds.tolist()} (the initial guess of a minimum-time solve)"
+            )
+        warm = transcription.string("warm_start", None)
+        warm_start = None
+        if warm is not None:
+            warm_start = base / warm
+            if not warm_start.is_file():
+                raise WorkbenchError(
+                    f"{transcription.where('warm_start')}: no trajectory file at {warm_start}"
+                )
+        tolerance = solver.number("tolerance", 1e-9, positive=True)
+        max_iterations = solver.integer("max_iterations", 1000, minimum=1)
+        design = None
+        if "design" in top:
+            from workbench.ocp.design import DesignSpace
+
+            design = DesignSpace.from_section(top.section("design"), model)
+        for section in (task, transcription, solver, top):
+            section.done()
+        return cls(
+            start=start,
+            goal=goal,
+            model=model,
+            duration=duration,
+            knots=knots,
+            minimum_time=minimum_time,
+            duration_bounds=(float(bounds[0]), float(bounds[1])),
+            warm_start=warm_start,
+            tolerance=tolerance,
+            max_iterations=max_iterations,
+            source=source,
+            design=design,
+        )
+
+
+@dataclass
+class ReachResult:
+    """Outcome of a solve: status is "solved", "infeasible" or "failed".
+
+    ``task_error`` is the distance between the simulated tool and the goal
+    at the end (rad for pointing, m for position), ``tracking_error`` the
+    largest distance between the simulated and the planned task vector.
+    """
+
+    status: str
+    message: str
+    t: Array
+    q: Array
+    dq: Array
+    ddq: Array
+    tau: Array
+    objective: float
+    iterations: int
+    solve_time_s: float
+    max_constraint_violation: float
+    task: str = "pointing"
+    task_error: float = float("nan")
+    tracking_error: float = float("nan")
+    design: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """The JSON-ready summary of the solve (no trajectories)."""
+        unit = "rad" if self.task == "pointing" else "m"
+        return {
+            "status": self.status,
+            "message": self.message,
+            "objective": self.objective,
+            "iterations": self.iterations,
+            "solve_time_s": self.solve_time_s,
+            "max_constraint_violation": self.max_constraint_violation,
+            f"final_{self.task}_error_{unit}": self.task_error,
+            f"tracking_error_{unit}": self.tracking_error,
+            "duration_s": float(self.t[-1]),
+            "knots": len(self.t),
+            "design": self.design,
+        }
