@@ -17,9 +17,10 @@ import pytest
 from matplotlib.image import imread
 
 from workbench.cli import main
-from workbench.fivebar import FiveBar
+from workbench.closed_chains import load
 from workbench.inertia import matrix_from_phi
 from workbench.ocp import reach
+from workbench.ocp.problem import ReachProblem
 from workbench.resources import shipped
 
 
@@ -36,12 +37,13 @@ def test_default_problem_writes_all_results(default_run):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "solved"
     assert summary["max_constraint_violation"] <= 1e-8
+    assert summary["model"] == "fivebar"
     assert 0 <= summary["final_pointing_error_rad"] < 5e-3
     data = np.load(out / "trajectory.npz")
     K = summary["knots"]
     assert data["t"].shape == (K,) and data["tau"].shape == (K, 2)
     for key in ("q", "dq", "ddq"):
-        assert data[key].shape == (K, 5)
+        assert data[key].shape == (K, 5)  # the tree's joints 1..5
     table = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
     assert table.shape == (K, 1 + 15 + 2)
     assert np.allclose(table[:, 16:], data["tau"], rtol=1e-15, atol=0)
@@ -52,6 +54,8 @@ def test_default_problem_writes_all_results(default_run):
         assert image.shape[:2] == (700, 1000) and image[..., :3].std() > 0.01
     html = (out / "animation.html").read_text()
     assert "<html" in html.lower() and "meshcat" in html.lower()
+    page = (out / "report.html").read_text()
+    assert "final_pointing_error_rad" in page and "data:image/png;base64" in page
     assert not list(out.parent.glob(".*staging*"))
 
 
@@ -59,7 +63,7 @@ def test_unreachable_target_is_infeasible_and_writes_nothing(tmp_path, capsys):
     text = (shipped("problems") / "fivebar_reach.toml").read_text()
     problem = tmp_path / "unreachable.toml"
     # straight opposite motor 1's axis: beyond the reach of its proximal and distal arcs
-    w1 = FiveBar.default().axes[0]
+    w1 = load("fivebar").tree.twists[0, :3]
     problem.write_text(text.replace("goal = [0.5, 0.3, 0.812]", f"goal = {(-w1).tolist()}"))
     out = tmp_path / "out"
     assert main(["reach", str(problem), "--out", str(out), "--quiet"]) == 1
@@ -73,15 +77,15 @@ def test_bad_problem_file_is_an_error(tmp_path, capsys):
     problem.write_text("[task]\nstart = [0, 0, 1]\nduration = 1.0\n")
     assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "needs 'goal'" in err and str(problem) in err
+    assert "[task] goal is required" in err and str(problem) in err
     assert not (tmp_path / "out").exists()
 
 
 def test_codesign_lowers_the_objective_and_is_consistent(default_run):
     _, out = default_run
     nominal = json.loads((out / "summary.json").read_text())["objective"]
-    problem = reach.ReachProblem.from_toml(shipped("problems") / "fivebar_codesign.toml")
-    fivebar = FiveBar.default()
+    problem = ReachProblem.from_toml(shipped("problems") / "fivebar_codesign.toml")
+    fivebar = load("fivebar")
     result = reach.solve(problem, fivebar, progress=False)
     assert result.status == "solved"
     assert result.objective < 0.9 * nominal
@@ -99,19 +103,19 @@ def test_warm_start_from_a_previous_result(default_run, tmp_path):
     warm_line = f'warm_start = "{out / "trajectory.npz"}"'
     problem = tmp_path / "warm.toml"
     problem.write_text(text.replace('# warm_start = "results/trajectory.npz"', warm_line))
-    result = reach.solve(reach.ReachProblem.from_toml(problem), progress=False)
+    result = reach.solve(ReachProblem.from_toml(problem), progress=False)
     assert result.status == "solved"
     assert abs(result.objective - cold["objective"]) <= 1e-6 * cold["objective"]
     assert result.iterations < cold["iterations"]
 
 
 def test_minimum_time_is_faster_and_saturates_a_motor():
-    nominal = reach.ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml")
+    nominal = ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml")
     problem = replace(nominal, knots=25, minimum_time=True)
-    fivebar = FiveBar.default()
+    fivebar = load("fivebar")
     result = reach.solve(problem, fivebar, progress=False)
     assert result.status == "solved"
     assert result.t[-1] < nominal.duration
-    limit = fivebar.chain.effort_limit[[0, 3]]
+    limit = fivebar.tree.effort_limit[fivebar.active]
     assert np.abs(result.tau).max() >= 0.99 * limit.min()  # time-optimal: torques at a bound
     assert np.all(np.abs(result.tau) <= limit + 1e-8)

@@ -30,15 +30,12 @@ CHROMIUM_FLAGS = (
 @pytest.fixture(scope="module")
 def fivebar_npz(tmp_path_factory) -> Path:
     """A short closed-loop five-bar motion: motors ramp, passive joints from the closure."""
-    from workbench.fivebar import FiveBar
+    from workbench.closed_chains import load
+    from workbench.closed_chains.kinematics import solve_passive
 
-    fivebar = FiveBar.default()
-    q, guess = [], np.zeros(5)
-    for qa in np.linspace([0.0, 0.0], [0.5, -0.4], 6):
-        guess = fivebar.solve_passive(qa, guess=guess)
-        q.append(guess)
+    q = solve_passive(load("fivebar"), np.linspace([0.0, 0.0], [0.5, -0.4], 6))
     path = tmp_path_factory.mktemp("result") / "trajectory.npz"
-    np.savez(path, t=np.linspace(0.0, 1.0, 6), q=np.array(q))
+    np.savez(path, t=np.linspace(0.0, 1.0, 6), q=q)
     return path
 
 
@@ -162,10 +159,10 @@ def test_animation_has_a_keyframe_per_sample(shown):
     ("arrays", "message"),
     [
         ({"t": np.arange(3.0)}, "missing array"),
-        ({"t": np.arange(3.0), "q": np.zeros((3, 4))}, r"shape \(3, 4\); the five-bar"),
+        ({"t": np.arange(3.0), "q": np.zeros((3, 4))}, r"\(3, 4\); spherical_fivebar expects"),
         ({"t": np.arange(3.0), "q": np.full((3, 5), np.nan)}, "NaN"),
         ({"t": np.zeros(3), "q": np.zeros((3, 5))}, "not strictly increasing"),
-        ({"t": np.arange(4.0), "q": np.zeros((3, 5))}, r"q has shape \(3, 4\); expected \(4, 4\)"),
+        ({"t": np.arange(4.0), "q": np.zeros((3, 5))}, r"q has shape \(3, 5\); expected \(4, 5\)"),
     ],
 )
 def test_bad_trajectories_raise(tmp_path, capsys, arrays, message):

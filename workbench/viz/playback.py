@@ -37,25 +37,43 @@ class Playback:
 
 
 def load_playback(result: str | os.PathLike, model: str | None = None) -> Playback:
-    """Read ``result`` (directory or .npz) for ``model`` (default: the five-bar)."""
+    """Read ``result`` (directory or .npz) for ``model``.
+
+    Default model: the one named in the result's ``summary.json`` (a
+    ``workbench reach`` result), else the spherical five-bar. A closed
+    chain's trajectories hold its tree's joint values, the robot's.
+    """
+    from workbench import closed_chains
+
     path = trajectory_file(result)
     t, q = _read_t_q(path)
-    if model is None or model == FIVEBAR:
-        from workbench.fivebar import FiveBar
-
-        fivebar = FiveBar.default()
-        if q.ndim != 2 or q.shape[1] != 5:
+    model = model or _summary_model(path) or FIVEBAR
+    if closed_chains.is_closed_chain(model):
+        closed = closed_chains.load(model)
+        if q.ndim != 2 or q.shape[1] != closed.n:
             raise WorkbenchError(
-                f"{path}: q has shape {q.shape}; the five-bar expects (K, 5), joints 1..5"
+                f"{path}: q has shape {q.shape}; {closed.name} expects (K, {closed.n}), joints "
+                f"{', '.join(closed.tree.joint_names)}"
             )
         if not np.isfinite(q).all():
             raise WorkbenchError(f"{path}: q contains NaN or inf")
-        robot = Robot.from_urdf(fivebar.urdf_path)
-        q = fivebar.tree_configuration(q)
+        robot = Robot.from_urdf(closed.urdf_path)
     else:
         robot = robot_by_name(model)
     check_trajectory(robot, t, q, str(path))
     return Playback(robot, t, q)
+
+
+def _summary_model(path: Path) -> str | None:
+    """The model named in ``summary.json`` beside a trajectory file, if any."""
+    import json
+
+    summary = path.parent / "summary.json"
+    try:
+        model = json.loads(summary.read_text(encoding="utf-8")).get("model")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return model if isinstance(model, str) else None
 
 
 def robot_by_name(model: str) -> Robot:
