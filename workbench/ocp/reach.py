@@ -263,6 +263,10 @@ def solve(
         q_goal = reach_configuration(model, goal, guess=q_start)
     except WorkbenchError as exc:
         return _unsolved("infeasible", str(exc), t, model)
+    longest = problem.duration_bounds[1] if problem.minimum_time else problem.duration
+    too_short = duration_check(model, q_start, q_goal, longest)
+    if too_short is not None:
+        return _unsolved("infeasible", too_short, t, model)
     design = problem.design
     rows = independent_rows(model, q_start)
     if functions is None:  # CasADi holds callbacks weakly: ``functions`` keeps them alive
@@ -321,6 +325,58 @@ def solve(
             model = model.with_inertias(matrix_from_phi(phi))
         _simulate(model, goal, result)
     return result
+
+
+def duration_check(
+    model: ClosedChain, q_start: Array, q_goal: Array, duration: float, margin: float = 4.0
+) -> str | None:
+    """Why ``duration`` is too short, or None (a necessary condition).
+
+    Every joint must cover ``d = |q_goal - q_start|`` from rest to rest: at
+    most its velocity limit V means ``T >= d / V``. A motor with at most the
+    acceleration A also needs ``T >= 2 sqrt(d / A)`` (``d / V + V / A`` when
+    it reaches V). A is bounded at rest from the torque limits, gravity and
+    the reduced inertia ``S^T M S`` on 9 configurations along the straight
+    motor path, times ``margin`` (the optimal path may pass where the
+    inertia is smaller). A duration that passes may still be infeasible; one
+    that fails is (velocity) or almost surely is (acceleration).
+    """
+    from workbench.closed_chains.dynamics import forward_dynamics
+
+    tree, active = model.tree, model.active
+    distance = np.abs(q_goal - q_start)
+    velocity_time = distance / tree.velocity_limit
+    j = int(np.argmax(velocity_time))
+    if velocity_time[j] > duration * (1.0 + 1e-9):
+        role = "motor" if j in active else "passive joint"
+        return (
+            f"the duration {duration:g} s is too short: {role} {tree.joint_names[j]} must turn "
+            f"{distance[j]:.4g} rad, which at its velocity limit {tree.velocity_limit[j]:g} "
+            f"rad/s takes {velocity_time[j]:.4g} s"
+        )
+    path = np.linspace(q_start[active], q_goal[active], 9)
+    try:
+        q = solve_passive(model, path, guess=q_start)
+    except WorkbenchError:
+        return None
+    limit = tree.effort_limit[active]
+    corners = np.array(np.meshgrid(*[[-1.0, 1.0]] * len(active))).reshape(len(active), -1).T
+    rest = np.zeros_like(path)
+    best = np.zeros(len(active))
+    for signs in corners:  # extreme torques: the box of reachable accelerations
+        ddqa, _ = forward_dynamics(model, q, rest, np.broadcast_to(signs * limit, path.shape))
+        best = np.maximum(best, np.abs(ddqa).max(axis=0))
+    A, V, d = margin * best, tree.velocity_limit[active], distance[active]
+    needed = np.where(d <= V**2 / A, 2.0 * np.sqrt(d / A), d / V + V / A)
+    j = int(np.argmax(needed))
+    if needed[j] > duration:
+        return (
+            f"the duration {duration:g} s is too short: motor {model.actuated[j]} must turn "
+            f"{d[j]:.4g} rad from rest to rest; with its torque limit {limit[j]:g} N m it "
+            f"accelerates at most ~{best[j]:.4g} rad/s^2 (x{margin:g} margin) and at most "
+            f"{V[j]:g} rad/s, which takes {needed[j]:.4g} s"
+        )
+    return None
 
 
 def task_distance(model: ClosedChain, a: Array, b: Array) -> Array:
