@@ -70,7 +70,7 @@ class Kind:
 
 def _drives(chain: Chain, log: Log, options: Options) -> Drives:
     terms = options.terms or log.defaults.terms or DEFAULT_TERMS
-    return Drives(chain.n, tuple(terms), log.transmission, log.min_speed)
+    return Drives(log.q.shape[1], tuple(terms), log.transmission, log.min_speed)
 
 
 def _nominal_drive_values(drives: Drives, options: Options) -> Array:
@@ -168,20 +168,30 @@ class DynamicProblem:
 
 # ------------------------------------------------------------------- twist
 class TwistCalibrationProblem:
-    """Joint twists (and optionally inertias) with drive terms from torques (:mod:`.twist`)."""
+    """Joint twists (and optionally inertias) with drive terms from torques (:mod:`.twist`).
+
+    ``chain`` may be a closed chain, whose log holds the motors only
+    (:mod:`workbench.calibration.closed_chain`).
+    """
 
     unit = "N m"
 
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
+        from workbench.calibration.closed_chain import ClosedChainTwistProblem
+        from workbench.closed_chains.model import ClosedChain
+
         self.options = options
         self.nominal = chain
         drives = _drives(chain, log, options)
-        self.problem = TwistProblem(log, options.inertial, drives)
+        closed = isinstance(chain, ClosedChain)
+        kind = ClosedChainTwistProblem if closed else TwistProblem
+        self.problem = kind(log, options.inertial, drives)
+        self.tree = chain.tree if closed else chain
         self.x0 = _nominal_drive_values(drives, options)
         n_equations = self.problem.measured().shape[0]
         b = log.border
         self.times = log.t[:: log.decimation][b : b + n_equations]
-        self.labels = chain.joint_names
+        self.labels = chain.actuated if closed else chain.joint_names
 
     def _rows(self, rows):
         return replace(self.problem, rows=rows)
@@ -210,7 +220,7 @@ class TwistCalibrationProblem:
         return _torque_heldout(errors, self.measured(rows), self.labels)
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
-        chain, n = self.nominal, self.nominal.n
+        chain, n = self.tree, self.tree.n
         std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
         rows = []
         names = [*chain.joint_names, f"tool:{chain.tool_name}"]
@@ -225,21 +235,31 @@ class TwistCalibrationProblem:
         return rows
 
     def chain(self, fit) -> Chain:
-        return fit.chain
+        return fit.chain.tree if self.tree is not self.nominal else fit.chain
 
     def dynamics(self, fit) -> dict[str, tuple[float, float]]:
         return _urdf_dynamics(self.problem.terms, fit.model.drive, self.labels)
 
     def files(self, fit) -> dict[str, str]:
         note = "Identified by workbench calibrate --kind twist."
-        return {
+        files = {
             "calibrated.drives.toml": drive_file_text(
                 self.problem.terms, fit.model.drive, note=note
             )
         }
+        if self.tree is not self.nominal:  # a closed chain: its closure file on the new tree
+            from workbench.closed_chains.kinematics import solve_passive
+
+            closed = fit.chain
+            home = solve_passive(closed, closed.home[closed.active], guess=closed.home)
+            files["calibrated.toml"] = replace(closed, home=home).closure_file_text(
+                "calibrated.urdf"
+            )
+        return files
 
     def summary(self, fit) -> dict[str, Any]:
-        chain, n = self.nominal, self.nominal.n
+        chain, n = self.tree, self.tree.n
+        fitted = self.chain(fit)
         p = 6 * (n + 1)
         std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
         summary = {
@@ -249,9 +269,9 @@ class TwistCalibrationProblem:
             "identifiable_dimension": int(fit.subspace.basis.shape[1]),
             "condition_number": fit.subspace.condition_number,
             "sigma": fit.solution.sigma,
-            "twists": fit.chain.twists.tolist(),
+            "twists": fitted.twists.tolist(),
             "twist_std": np.sqrt(
-                np.einsum("nii->ni", twist_covariance(fit.chain, fit.covariance[:p, :p]))
+                np.einsum("nii->ni", twist_covariance(fitted, fit.covariance[:p, :p]))
             ).tolist(),
             "drive_parameters": dict(
                 zip(self.problem.terms.names, fit.model.drive.tolist(), strict=True)
@@ -266,7 +286,7 @@ class TwistCalibrationProblem:
             **_eta_entries(fit.eta, std[:p], fit.subspace.null[:p], chain),
         }
         if self.options.inertial:
-            summary["phi"] = fit.chain.phi.tolist()
+            summary["phi"] = fitted.phi.tolist()
         return summary
 
 

@@ -120,12 +120,20 @@ class TwistProblem:
         """Candidate directions: twist-changing eta (or ``eta`` (m, k) combinations of those),
         then all of phi and the drive parameters."""
         n = chain.n
-        basis = identifiable_eta_basis(chain)
+        basis = self.eta_basis(chain)
         blocks = [basis if eta is None else basis @ eta]
         if self.inertial:
             blocks.append(np.eye(10 * n))
         blocks.append(np.eye(len(self.terms.names)))
         return block_diag(*blocks)
+
+    def eta_basis(self, chain: Chain) -> Array:
+        """The eta directions that change a twist (``identifiable_eta_basis``)."""
+        return identifiable_eta_basis(chain)
+
+    def eta_change(self, nominal: Chain, fitted: Chain) -> Array:
+        """eta (6 (n + 1),) from the nominal to the fitted chain."""
+        return eta_between(nominal, fitted)
 
     def retract(self, model: TwistModel, delta: Array) -> TwistModel:
         """Apply a step: eta by ``with_eta`` (eq. 6), phi and drive parameters additively."""
@@ -183,7 +191,7 @@ def observability(
     counts = np.maximum(np.bincount(joint, minlength=chain.n), 1)
     sigma = np.sqrt(np.bincount(joint, residual**2, minlength=chain.n) / counts)
     sigma = np.maximum(sigma, 1e-12 * max(float(np.abs(r0).max()), 1e-300))
-    E = J0[:, :p] @ identifiable_eta_basis(chain) / sigma[joint, None]
+    E = J0[:, :p] @ problem.eta_basis(chain) / sigma[joint, None]
     L = J0[:, p:] / sigma[joint, None]
     Q, _ = np.linalg.qr(L)
     marginal = E - Q @ (Q.T @ E)
@@ -264,7 +272,7 @@ def calibrate_twist(
     )
     return TwistFit(
         model=solution.model,
-        eta=eta_between(chain, solution.model.chain),
+        eta=problem.eta_change(chain, solution.model.chain),
         covariance=solution.covariance,
         subspace=nominal_subspace,
         solution=solution,

@@ -151,6 +151,41 @@ class ClosedChain:
         own = name in self.tree.link_names
         return FrameRef(link, self.tree.placement_of(name), link if own else None)
 
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The tree's joint names (joint values are in this order)."""
+        return self.tree.joint_names
+
+    @property
+    def tool_name(self) -> str:
+        return self.tree.tool_name
+
+    @functools.cached_property
+    def motors(self) -> Chain:
+        """The actuated joints alone, each on the base at its home frame (no closures).
+
+        What a motor log has columns for: names, kinds, limits, in the order
+        of ``actuated``. For reading and checking logs, not for dynamics.
+        """
+        i = self.active
+        tree = self.tree
+        return replace(
+            tree,
+            joint_names=self.actuated,
+            link_names=tuple(tree.link_names[k] for k in i),
+            parents=np.full(len(i), -1),
+            joint_kinds=tuple(tree.joint_kinds[k] for k in i),
+            axes=tree.axes[i],
+            joint_frames=tree.joint_frames[i],
+            inertias=tree.inertias[i],
+            tool_parent=-1,
+            lower=None if tree.lower is None else tree.lower[i],
+            upper=None if tree.upper is None else tree.upper[i],
+            velocity_limit=None if tree.velocity_limit is None else tree.velocity_limit[i],
+            effort_limit=None if tree.effort_limit is None else tree.effort_limit[i],
+            frames=(),
+        )
+
     # --------------------------------------------------------------- copies
     def with_tree(self, tree: Chain) -> ClosedChain:
         """The same closures and motors on another tree (same joints and frames)."""
@@ -171,6 +206,23 @@ class ClosedChain:
         return self.with_tree(replace(self.tree, inertias=np.asarray(inertias, dtype=float)))
 
     # ---------------------------------------------------------------- files
+    def closure_file_text(self, urdf: str) -> str:
+        """This model's closure file (module docstring) for the tree URDF at ``urdf``."""
+        lines = [
+            f"# {self.name}: closures, motors and task (read by workbench.closed_chains)",
+            f'urdf = "{urdf}"',
+            "actuated = [" + ", ".join(f'"{j}"' for j in self.actuated) + "]",
+            f'tool = "{self.tool_name}"',
+            f'task = "{self.task}"',
+            "",
+            "[home]",
+            *(f"{j} = {float(v)!r}" for j, v in zip(self.joint_names, self.home, strict=True)),
+        ]
+        for c in self.closures:
+            lines += ["", "[[closure]]", f'name = "{c.name}"', f'type = "{c.kind}"',
+                      f'frames = ["{c.frames[0]}", "{c.frames[1]}"]']  # fmt: skip
+        return "\n".join(lines) + "\n"
+
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> ClosedChain:
         """Read a closure file (module docstring) and the URDF it names."""

@@ -104,10 +104,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _model(args: argparse.Namespace):
+    """The model to calibrate, the chain whose joints the log has, and the URDF behind it.
+
+    A closed chain (shipped name or closure file) is calibrated from its
+    motors' log (``--kind twist``, with ``--inertial`` for the links' phi).
+    """
+    from workbench import closed_chains, models
+    from workbench.errors import WorkbenchError
+
+    if closed_chains.is_closed_chain(args.model):
+        if args.kind != "twist":
+            raise WorkbenchError(
+                f"--model {args.model} is a closed chain: only its motors are logged, so it is "
+                "calibrated with --kind twist (add --inertial for the links' inertial parameters)"
+            )
+        model = closed_chains.load(args.model)
+        return model, model.motors, model.urdf_path
+    chain = models.load(args.model, tool_frame=args.tool, moving=True)
+    return chain, chain, models.urdf_path(args.model)
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench import models
     from workbench.calibration.drives import read_drive_file, sidecar_path
     from workbench.calibration.kinds import Options, kind
     from workbench.calibration.logs import read_log
@@ -123,18 +143,18 @@ def run(args: argparse.Namespace) -> int:
     spec = kind(args.kind)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WorkbenchWarning)
-        chain = models.load(args.model, tool_frame=args.tool, moving=True)
+        chain, log_chain, urdf = _model(args)
         nominal = None
-        drive_file = sidecar_path(models.urdf_path(args.model))
+        drive_file = sidecar_path(urdf)
         if drive_file.is_file():
             nominal = read_drive_file(drive_file, chain.n)[1]
         options = dict(
             drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window,
             progress=not args.quiet,
         )  # fmt: skip
-        log = read_log(args.log, chain, require=spec.requires, **options)
+        log = read_log(args.log, log_chain, require=spec.requires, **options)
         if args.validation_log:
-            validation = read_log(args.validation_log, chain, require=spec.requires, **options)
+            validation = read_log(args.validation_log, log_chain, require=spec.requires, **options)
         elif args.folds is not None:
             validation = Folds(args.folds)
         elif args.validation is not None:

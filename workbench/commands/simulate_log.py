@@ -67,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in SUFFIXES:
         raise WorkbenchError(f"--out {out}: the log file must end in .csv or .npz")
     _check_options(args)
+    from workbench import closed_chains
+
+    if closed_chains.is_closed_chain(args.model):
+        return _closed(args, out)
     chain = models.load(args.model, tool_frame=args.tool, moving=True)
     log, truth = simulate_log(
         chain, kind=args.kind, samples=args.samples, perturb=args.perturb, noise=args.noise,
@@ -89,6 +93,40 @@ def run(args: argparse.Namespace) -> int:
     atomic_write_text(f"{stem}.truth.json", json.dumps(info, indent=2) + "\n")
     write_log(out, log)
     print(f"wrote {out} ({args.samples} samples, kind {args.kind}), {stem}.truth.urdf/.json")
+    return 0
+
+
+def _closed(args: argparse.Namespace, out) -> int:
+    """A motor-torque log of a perturbed closed chain (kind twist)."""
+    from workbench import closed_chains
+    from workbench.calibration.closed_chain import simulate_closed_log
+    from workbench.calibration.logs import write_log
+    from workbench.errors import WorkbenchError
+    from workbench.io import atomic_write_text
+    from workbench.urdf import write_urdf
+
+    if args.kind != "twist":
+        raise WorkbenchError(
+            f"--model {args.model} is a closed chain: only its motors are logged (--kind twist)"
+        )
+    model = closed_chains.load(args.model)
+    log, truth, eta, viscous, coulomb = simulate_closed_log(
+        model, samples=args.samples, perturb=args.perturb, noise=args.noise,
+        friction=args.friction, seed=args.seed,
+    )  # fmt: skip
+    stem = truth_stem(out)
+    write_urdf(truth.tree, f"{stem}.truth.urdf")
+    info = {
+        "model": args.model, "kind": args.kind, "eta": eta.tolist(),
+        "viscous_friction": viscous.tolist(), "coulomb_friction": coulomb.tolist(),
+        "perturb": args.perturb, "noise": args.noise, "samples": args.samples, "seed": args.seed,
+    }  # fmt: skip
+    atomic_write_text(f"{stem}.truth.json", json.dumps(info, indent=2) + "\n")
+    write_log(out, log)
+    print(
+        f"wrote {out} ({args.samples} samples of the motors {', '.join(model.actuated)}, kind "
+        f"twist), {stem}.truth.urdf/.json"
+    )
     return 0
 
 
