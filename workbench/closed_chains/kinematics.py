@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike
 
 from workbench import lie
 from workbench.arrays import as_samples
+from workbench.closed_chains import loop_kernels
 from workbench.closed_chains.closures import misalignment
 from workbench.closed_chains.closures import residual as closure_residual
 from workbench.closed_chains.loops import LoopState
@@ -70,21 +71,35 @@ class Closures:
             axis=-1,
         )
 
+    def _coefficients(self, a: Direction) -> Array:
+        """Directions as global coefficients (N, D, n) or (N, D, n + 6 (n + 1)) with eta."""
+        u, e = a
+        if e is None:
+            return u
+        return np.concatenate([u, e.reshape(*e.shape[:2], -1)], axis=2)
+
+    def _each(self, kernel, *directions: Direction) -> Array:
+        coefficients = [self._coefficients(d) for d in directions]
+        return np.concatenate(
+            [kernel(c.kind, loop.T, loop.factor, loop.index, loop.X, *coefficients, c.rows)
+             for c, loop in zip(self.model.closures, self.loops, strict=True)], axis=-1,
+        )  # fmt: skip
+
     def residual(self) -> Array:
         """c (N, m)."""
         return self._stack([loop.X for loop in self.loops])
 
     def first(self, a: Direction) -> Array:
         """``c'[a]`` (N, D, m)."""
-        return self._stack([loop.first(loop.zeta(*a)) for loop in self.loops])
+        return self._each(loop_kernels.first, a)
 
     def second(self, a: Direction, b: Direction) -> Array:
         """``c''[a, b]`` (N, D, m) for paired directions."""
-        return self._stack([loop.second(loop.zeta(*a), loop.zeta(*b)) for loop in self.loops])
+        return self._each(loop_kernels.second, a, b)
 
     def third(self, a: Direction, w: Direction) -> Array:
         """``c'''[a, a, w]`` (N, D, m) for paired directions, a without eta."""
-        return self._stack([loop.third(loop.zeta(*a), loop.zeta(*w)) for loop in self.loops])
+        return self._each(loop_kernels.third, a, w)
 
     def first_jacobian(self, b: Direction, with_eta: bool = False) -> Array:
         """``d c'[b] / dx`` (N, D, m, n) or, ``with_eta``, (N, D, m, n + 6 (n + 1)).
@@ -95,14 +110,18 @@ class Closures:
         N, D = b[0].shape[:2]
         n = self.model.n
         width = n + 6 * (n + 1) if with_eta else n
+        B = self._coefficients(b)
         parts = []
         for closure, loop in zip(self.model.closures, self.loops, strict=True):
             keep = loop.index < width
-            G = closure_residual(closure.kind, loop.first_jacobian(loop.zeta(*b), keep))
-            out = np.zeros((N, D, width, G.shape[-1]))
-            np.add.at(np.moveaxis(out, 2, 0), loop.index[keep], np.moveaxis(G, 2, 0))
+            G = loop_kernels.first_jacobian(
+                closure.kind, np.ascontiguousarray(loop.T[:, keep]), loop.factor[keep],
+                loop.index[keep], loop.X, B, closure.rows,
+            )  # fmt: skip
+            out = np.zeros((N, D, closure.rows, width))
+            np.add.at(np.moveaxis(out, 3, 0), loop.index[keep], np.moveaxis(G, 3, 0))
             parts.append(out)
-        return np.swapaxes(np.concatenate(parts, axis=-1), 2, 3)
+        return np.concatenate(parts, axis=2)
 
     def jacobian(self, with_eta: bool = False) -> Array:
         """``K = dc/dq`` (N, m, n), or ``dc/d[q, eta]`` (N, m, n + 6 (n + 1)) ``with_eta``."""

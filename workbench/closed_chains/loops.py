@@ -30,8 +30,9 @@ block k). Differentiating (1), with ``Z_l(w) = sum_{k<l} zeta_k(w)``:
 
 Eq. (3) is exact for joint factors and for one eta factor with joint
 factors; second derivatives between two eta components are not needed
-anywhere and not provided. Arrays: twists (N, D, L, 6) for N samples, D
-directions, L factors; results (N, D, 4, 4).
+anywhere and not provided. :class:`LoopState` holds X and the twists at N
+configurations; :mod:`workbench.closed_chains.loop_kernels` evaluates
+eq. (2-4) per sample in compiled code.
 """
 
 from __future__ import annotations
@@ -72,39 +73,6 @@ def loop_factors(chain: Chain, link_a: int, block_a: int | None,
     return tuple(factors)
 
 
-def bracket(a: Array, b: Array) -> Array:
-    """Lie bracket ``ad_a b`` of twists (..., 6), (omega, v) order."""
-    wa, va, wb, vb = a[..., :3], a[..., 3:], b[..., :3], b[..., 3:]
-    return np.concatenate([np.cross(wa, wb), np.cross(wa, vb) - np.cross(wb, va)], axis=-1)
-
-
-def hat_product(a: Array, b: Array) -> Array:
-    """``[a][b]`` (..., 4, 4) for twists a, b (..., 6), broadcasting."""
-    wa, wb, vb = a[..., :3], b[..., :3], b[..., 3:]
-    wa, wb = np.broadcast_arrays(wa, wb)
-    out = np.zeros((*wa.shape[:-1], 4, 4))
-    # [x][y] = y x^T - (x . y) I for 3-vectors
-    out[..., :3, :3] = wb[..., :, None] * wa[..., None, :]
-    out[..., :3, :3] -= np.sum(wa * wb, axis=-1)[..., None, None] * np.eye(3)
-    out[..., :3, 3] = np.cross(wa, vb)
-    return out
-
-
-def hat_products(a: Array, b: Array) -> Array:
-    """``sum_l [a_l][b_l]`` (..., 4, 4) for twists (..., L, 6), summed over L."""
-    wa, wb, vb = a[..., :3], b[..., :3], b[..., 3:]
-    out = np.zeros((*a.shape[:-2], 4, 4))
-    out[..., :3, :3] = np.einsum("...li,...lj->...ij", wb, wa)
-    out[..., :3, :3] -= np.einsum("...li,...li->...", wa, wb)[..., None, None] * np.eye(3)
-    out[..., :3, 3] = np.cross(wa, vb).sum(axis=-2)
-    return out
-
-
-def prefix(z: Array) -> Array:
-    """``Z_l = sum_{k<l} z_k`` along the factor axis (-2)."""
-    return np.cumsum(z, axis=-2) - z
-
-
 class LoopState:
     """X and the loop's twists at N configurations, for one closure (module docstring).
 
@@ -139,50 +107,3 @@ class LoopState:
         self.index = np.array(index, dtype=int)
         self.L = len(factors)
         self.joint_coordinates = self.index < n
-
-    def zeta(self, u: Array, e: Array | None) -> Array:
-        """Per factor the twist (N, D, L, 6) it turns at along the directions (u, e)."""
-        N, D = u.shape[:2]
-        x = u if e is None else np.concatenate([u, e.reshape(N, D, -1)], axis=2)
-        keep = self.index < x.shape[2]
-        coefficients = x[:, :, self.index[keep]]  # (N, D, C)
-        z = np.zeros((N, D, self.L, 6))
-        np.add.at(
-            np.moveaxis(z, 2, 0), self.factor[keep],
-            np.moveaxis(coefficients[..., None] * self.T[:, None, keep], 2, 0),
-        )  # fmt: skip
-        return z
-
-    def first(self, za: Array) -> Array:
-        """``dX`` (N, D, 4, 4) along directions with factor twists ``za``, eq. (2)."""
-        return lie.hat(za.sum(axis=-2)) @ self.X[:, None]
-
-    def first_jacobian(self, zb: Array, keep: np.ndarray) -> Array:
-        """``d(dX[b]) / dx_c`` (N, D, C', 4, 4) for the loop coordinates c in ``keep``, eq. (3).
-
-        A unit coordinate of factor l turns that factor alone, so eq. (3)
-        with a = e_c reads ``[T_c][R_l + zeta_l(b)/2] + [Z_l(b) + zeta_l(b)/2][T_c]``
-        with ``R_l`` the sum of the twists after factor l.
-        """
-        Z = prefix(zb)
-        half = zb / 2
-        after = zb.sum(axis=-2, keepdims=True) - Z - zb
-        l = self.factor[keep]
-        T = self.T[:, None, keep]
-        G = hat_product(T, (after + half)[:, :, l]) + hat_product((Z + half)[:, :, l], T)
-        return G @ self.X[:, None, None]
-
-    def second(self, za: Array, zb: Array) -> Array:
-        """``d2X[a, b]`` (N, D, 4, 4), eq. (3)."""
-        H = hat_products(prefix(za) + za / 2, zb) + hat_products(prefix(zb) + zb / 2, za)
-        return H @ self.X[:, None]
-
-    def third(self, za: Array, zw: Array) -> Array:
-        """``d3X[a, a, w]`` (N, D, 4, 4), eq. (4)."""
-        Zw = prefix(zw)
-        dza = bracket(Zw, za)
-        inner = 2 * prefix(za) + za
-        d_inner = 2 * prefix(dza) + dza
-        H = hat_products(inner, za)  # d2X[a, a] X^{-1}
-        dH = hat_products(d_inner, za) + hat_products(inner, dza)
-        return (dH + H @ lie.hat(zw.sum(axis=-2))) @ self.X[:, None]
