@@ -127,15 +127,9 @@ class Closures:
         """``K = dc/dq`` (N, m, n), or ``dc/d[q, eta]`` (N, m, n + 6 (n + 1)) ``with_eta``."""
         N, n = self.q.shape
         width = n + 6 * (n + 1) if with_eta else n
-        parts = []
-        for closure, loop in zip(self.model.closures, self.loops, strict=True):
-            G = lie.hat(loop.T) @ loop.X[:, None]  # d X / d x_c, (N, C, 4, 4)
-            r = closure_residual(closure.kind, G)  # (N, C, rows)
-            out = np.zeros((N, width, r.shape[-1]))
-            keep = loop.index < width
-            np.add.at(np.moveaxis(out, 1, 0), loop.index[keep], np.moveaxis(r[:, keep], 1, 0))
-            parts.append(out)
-        return np.swapaxes(np.concatenate(parts, axis=-1), 1, 2)
+        units = np.broadcast_to(np.eye(width), (N, width, width))
+        eta = units[:, :, n:].reshape(N, width, n + 1, 6) if with_eta else None
+        return np.swapaxes(self.first((units[:, :, :n], eta)), 1, 2)
 
     def misalignment(self) -> Array:
         """Misalignment angle (N, closures) of every closure (closures module)."""

@@ -265,3 +265,93 @@ def third(kind: str, T, factor, index, X, A, W, rows: int) -> np.ndarray:
     out = np.zeros((*A.shape[:2], rows))
     run_batched(_third_kernel, len(A), KINDS[kind], T, factor, index, X, A, W, out)
     return out
+
+
+@leaf
+def _exp_twist(w, v, R, p):
+    """R (3, 3), p (3,) of exp([xi]) for the twist xi = (w, v)."""
+    theta = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    if theta < 1e-12:
+        for i in range(3):
+            for j in range(3):
+                R[i, j] = 1.0 if i == j else 0.0
+            p[i] = v[i]
+        return
+    k0, k1, k2 = w[0] / theta, w[1] / theta, w[2] / theta
+    s, c = np.sin(theta), np.cos(theta)
+    K = np.empty((3, 3))
+    K[0, 0], K[0, 1], K[0, 2] = 0.0, -k2, k1
+    K[1, 0], K[1, 1], K[1, 2] = k2, 0.0, -k0
+    K[2, 0], K[2, 1], K[2, 2] = -k1, k0, 0.0
+    K2 = K @ K
+    for i in range(3):
+        for j in range(3):
+            eye = 1.0 if i == j else 0.0
+            R[i, j] = eye + s * K[i, j] + (1.0 - c) * K2[i, j]
+    # p = (I theta + (1 - cos) K + (theta - sin) K^2) v / theta
+    for i in range(3):
+        acc = 0.0
+        for j in range(3):
+            eye = 1.0 if i == j else 0.0
+            acc += (eye * theta + (1.0 - c) * K[i, j] + (theta - s) * K2[i, j]) * v[j]
+        p[i] = acc / theta
+
+
+@leaf
+def _Ad_apply(P, x, out):
+    """out = Ad_P x for a pose P (4, 4) and a twist x (6,): (R w, p x R w + R v)."""
+    for i in range(3):
+        out[i] = P[i, 0] * x[0] + P[i, 1] * x[1] + P[i, 2] * x[2]
+        out[3 + i] = P[i, 0] * x[3] + P[i, 1] * x[4] + P[i, 2] * x[5]
+    out[3] += P[1, 3] * out[2] - P[2, 3] * out[1]
+    out[4] += P[2, 3] * out[0] - P[0, 3] * out[2]
+    out[5] += P[0, 3] * out[1] - P[1, 3] * out[0]
+
+
+@jit
+def _pose_kernel(twists, joint, sign, M_b_inverse, M_a, q, T, X, start, stop):
+    L = joint.shape[0]
+    P, E, Q = np.empty((4, 4)), np.eye(4), np.empty((4, 4))
+    R, p, w, v, unit = np.empty((3, 3)), np.empty(3), np.empty(3), np.empty(3), np.zeros(6)
+    for s in range(start, stop):
+        P[:] = M_b_inverse
+        c = 0
+        for l in range(L):
+            if joint[l] >= 0:
+                for r in range(6):
+                    unit[r] = sign[l] * twists[joint[l], r]
+                _Ad_apply(P, unit, T[s, c])
+                c += 1
+                theta = q[s, joint[l]]
+                for r in range(3):
+                    w[r] = unit[r] * theta
+                    v[r] = unit[3 + r] * theta
+                _exp_twist(w, v, R, p)
+                E[:3, :3] = R
+                E[:3, 3] = p
+                Q[:] = P @ E
+                P[:] = Q
+            else:
+                for k in range(6):
+                    unit[:] = 0.0
+                    unit[k] = sign[l]
+                    _Ad_apply(P, unit, T[s, c])
+                    c += 1
+        X[s] = P @ M_a
+
+
+def loop_pose(twists, joint, sign, M_b_inverse, M_a, q) -> tuple[np.ndarray, np.ndarray]:
+    """The loop's coordinate twists T (N, C, 6) and relative pose X (N, 4, 4) (loops module).
+
+    ``joint`` (L,) the tree joint of each factor (-1: an eta factor with six
+    coordinates), ``sign`` (L,) its sign, ``twists`` the tree's joint twists.
+    """
+    C = int(np.sum(np.where(joint >= 0, 1, 6)))
+    N = len(q)
+    T, X = np.empty((N, C, 6)), np.empty((N, 4, 4))
+    run_batched(
+        _pose_kernel, N, np.ascontiguousarray(twists), joint, sign,
+        np.ascontiguousarray(M_b_inverse), np.ascontiguousarray(M_a), np.ascontiguousarray(q),
+        T, X,
+    )  # fmt: skip
+    return T, X

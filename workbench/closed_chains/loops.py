@@ -85,25 +85,20 @@ class LoopState:
 
     def __init__(self, chain: Chain, factors: tuple[Factor, ...], M_a: Array, M_b: Array,
                  q: Array):  # fmt: skip
-        N, n = q.shape
-        P = np.broadcast_to(lie.inverse(M_b), (N, 4, 4))
-        twists = chain.twists
-        T, factor, index = [], [], []
+        from workbench.closed_chains.loop_kernels import loop_pose
+
+        n = q.shape[1]
+        joint = np.array([f.joint for f in factors], dtype=np.int64)
+        sign = np.array([f.sign for f in factors], dtype=float)
+        self.T, self.X = loop_pose(chain.twists, joint, sign, lie.inverse(M_b), M_a, q)
+        factor, index = [], []
         for l, f in enumerate(factors):
-            Ad = lie.Ad(P)
             if f.joint >= 0:
-                A = f.sign * twists[f.joint]
-                T.append((Ad @ A)[:, None])
                 factor.append(l)
                 index.append(f.joint)
-                P = P @ lie.exp_se3(A * q[:, f.joint, None])
             else:
-                T.append(np.swapaxes(f.sign * Ad, 1, 2))  # columns Ad e_k as rows
                 factor += [l] * 6
                 index += list(n + 6 * f.block + np.arange(6))
-        self.X = P @ M_a
-        self.T = np.concatenate(T, axis=1) if T else np.zeros((N, 0, 6))
-        self.factor = np.array(factor, dtype=int)
-        self.index = np.array(index, dtype=int)
+        self.factor = np.array(factor, dtype=np.int64)
+        self.index = np.array(index, dtype=np.int64)
         self.L = len(factors)
-        self.joint_coordinates = self.index < n
