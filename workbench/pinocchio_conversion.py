@@ -165,11 +165,12 @@ def to_pinocchio(chain: Chain):
             np.array([chain.lower[i]]),
             np.array([chain.upper[i]]),
         )
-        model.appendBodyToJoint(
-            jid,
-            pin.Inertia.FromDynamicParameters(inertia.phi_to_pinocchio(local_phi[i])),
-            pin.SE3.Identity(),
+        body = (  # a massless link has no centre of mass: Pinocchio's zero inertia
+            pin.Inertia.FromDynamicParameters(inertia.phi_to_pinocchio(local_phi[i]))
+            if local_phi[i, 0] > 0.0
+            else pin.Inertia.Zero()
         )
+        model.appendBodyToJoint(jid, body, pin.SE3.Identity())
         joint_frame = model.addJointFrame(jid, parent_frame)
         body_frames.append(
             model.addBodyFrame(chain.link_names[i], jid, pin.SE3.Identity(), joint_frame)

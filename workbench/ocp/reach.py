@@ -32,6 +32,7 @@ solver tolerance). It falls like h^2 with the knot spacing.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import casadi as ca
 import numpy as np
@@ -244,12 +245,13 @@ def solve(
     problem: ReachProblem,
     model: ClosedChain | None = None,
     progress: bool = True,
-    functions: dict | None = None,
+    functions: Callable[..., dict] = model_callbacks,
 ) -> ReachResult:
     """Solve ``problem`` with IPOPT; unreachable targets and infeasible solves are statuses.
 
-    ``model`` defaults to the problem's; ``functions`` replaces the model
-    callbacks (see :func:`transcribe`), e.g. by CasADi-native ones. Ctrl-C
+    ``model`` defaults to the problem's; ``functions(model, knots, rows,
+    design)`` builds the model functions (see :func:`transcribe`; default
+    the analytic callbacks, e.g. CasADi-native ones for comparison). Ctrl-C
     during the solve raises KeyboardInterrupt once IPOPT has stopped.
     """
     from workbench.dynamics.kernels import warm_up
@@ -269,9 +271,8 @@ def solve(
         return _unsolved("infeasible", too_short, t, model)
     design = problem.design
     rows = independent_rows(model, q_start)
-    if functions is None:  # CasADi holds callbacks weakly: ``functions`` keeps them alive
-        functions = model_callbacks(model, K, rows, design)
-    nlp = transcribe(problem, model, functions, q_start, goal, goal_rows(model, q_goal))
+    built = functions(model, K, rows, design)  # CasADi holds callbacks weakly: keep them
+    nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
     x0 = _warm_start(problem, model, q_start, q_goal, t).ravel()
     if problem.minimum_time:
         x0 = np.append(x0, problem.duration)
@@ -293,7 +294,7 @@ def solve(
     started = time.perf_counter()
     sol = solver(x0=x0, lbx=nlp["lbx"], ubx=nlp["ubx"], lbg=nlp["lbg"], ubg=nlp["ubg"])
     elapsed = time.perf_counter() - started
-    if any(getattr(f, "interrupted", False) for f in functions.values()):
+    if any(getattr(f, "interrupted", False) for f in built.values()):
         raise KeyboardInterrupt
     stats = solver.stats()
     x = np.asarray(sol["x"]).ravel()
