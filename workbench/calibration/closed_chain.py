@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from workbench import inertia
 from workbench.calibration.samples import Log
 from workbench.calibration.simulate import exciting_trajectory
 from workbench.calibration.twist import TwistModel, TwistProblem
@@ -30,7 +29,7 @@ from workbench.closed_chains.dynamics import motor_torques, torque_regressor
 from workbench.closed_chains.kinematics import accelerations, solve_passive, velocities
 from workbench.closed_chains.model import ClosedChain
 from workbench.errors import WorkbenchError
-from workbench.eta import eta_between, identifiable_eta_basis
+from workbench.eta import identifiable_eta_basis
 from workbench.lie import Array
 
 
@@ -45,8 +44,11 @@ class ClosedChainTwistProblem(TwistProblem):
         key = id(model)
         if key not in self._states:
             log = self.log
-            guess = self._states.get("last")
-            q = solve_passive(model, log.q, guess=model.home if guess is None else guess)
+            last = self._states.get("last")
+            try:  # from the last model's configurations: one Newton solve each
+                q = solve_passive(model, log.q, guess=model.home if last is None else last)
+            except WorkbenchError:  # a long step: follow the motors from home instead
+                q = solve_passive(model, log.q, guess=model.home)
             dq = velocities(model, q, log.dq)
             ddq = accelerations(model, q, dq, log.ddq)
             self._states.clear()
@@ -59,7 +61,7 @@ class ClosedChainTwistProblem(TwistProblem):
         tau = motor_torques(chain, q, dq, ddq)
         return tau + np.einsum("snk,k->sn", self.terms.columns(log.dq[s], log.ddq[s]), x)
 
-    def evaluate(self, model: TwistModel) -> tuple[Array, Array]:
+    def linearise(self, model: TwistModel) -> tuple[Array, Array]:
         """Residuals and d r / d [eta, (phi), drive parameters], passive joints following."""
         log, chain = self.log, model.chain
         q, dq, ddq = self.tree_states(chain)
@@ -80,18 +82,11 @@ class ClosedChainTwistProblem(TwistProblem):
     def eta_basis(self, chain: ClosedChain) -> Array:
         return identifiable_eta_basis(chain.tree)
 
-    def eta_change(self, nominal: ClosedChain, fitted: ClosedChain) -> Array:
-        return eta_between(nominal.tree, fitted.tree)
+    def phi(self, chain: ClosedChain) -> Array:
+        return chain.tree.phi
 
-    def retract(self, model: TwistModel, delta: Array) -> TwistModel:
-        """eta by ``with_eta`` (Kwon eq. 6), phi and drive parameters additively."""
-        n = model.chain.n
-        p = 6 * (n + 1)
-        chain = model.chain.with_eta(delta[:p])
-        if self.inertial:
-            phi = chain.tree.phi + delta[p : p + 10 * n].reshape(n, 10)
-            chain = chain.with_inertias(inertia.matrix_from_phi(phi))
-        return TwistModel(chain, model.drive + delta[p + (10 * n if self.inertial else 0) :])
+    def with_inertias(self, chain: ClosedChain, inertias: Array) -> ClosedChain:
+        return chain.with_inertias(inertias)
 
 
 def motor_trajectory(
@@ -124,16 +119,18 @@ def simulate_closed_log(
     friction: float = 0.0,
     dt: float = 0.01,
     seed: int = 0,
+    directions: Array | None = None,
 ) -> tuple[Log, ClosedChain, Array, Array, Array]:
     """A motor-torque log of a perturbed ground truth of ``model``.
 
-    The truth is ``model.with_eta(eta)``, eta drawn in the twist-changing
-    directions with standard deviation ``perturb``; viscous and Coulomb
+    The truth is ``model.with_eta(eta)``, eta drawn in ``directions``
+    (6 (n + 1), k) orthonormal columns (default: every twist-changing
+    direction) with standard deviation ``perturb``; viscous and Coulomb
     friction on the motors (``friction`` scale) and Gaussian torque noise.
     Returns the log, the truth, eta and the viscous and Coulomb frictions.
     """
     rng = np.random.default_rng(seed + 1)
-    basis = identifiable_eta_basis(model.tree)
+    basis = identifiable_eta_basis(model.tree) if directions is None else directions
     eta = basis @ rng.normal(scale=perturb, size=basis.shape[1])
     truth = model.with_eta(eta)
     t, qa, dqa, ddqa, q_nominal = motor_trajectory(model, samples, dt, seed)

@@ -159,8 +159,10 @@ def levenberg_marquardt(
     ``evaluate(model) -> (r (m,), J (m, p))`` with J = d r / d delta at
     delta = 0; ``subspace(model, J) -> S (p, k)``. Damping is Marquardt's
     (``lambda diag(J^T W J)``), divided by 3 on success and doubled on
-    failure. Stops when the step ``|S z|`` is below ``xtol (1 + ...)`` or the
-    relative cost decrease below ``ftol``. One line per iteration goes to
+    failure (also when ``evaluate`` raises WorkbenchError on the trial
+    model, e.g. a closed chain that cannot be assembled). Stops when the
+    step ``|S z|`` is below ``xtol (1 + ...)`` or the relative cost decrease
+    below ``ftol``. One line per iteration goes to
     stderr when ``progress``.
     """
     r, J = evaluate(model)
@@ -184,7 +186,11 @@ def levenberg_marquardt(
                 continue
             delta = S @ z
             trial = retract(model, delta)
-            r_new, J_new = evaluate(trial)
+            try:
+                r_new, J_new = evaluate(trial)
+            except WorkbenchError:  # a model the data cannot be evaluated on: too long a step
+                lam *= 2.0
+                continue
             cost_new = robust_cost(r_new, loss, f_scale)
             if cost_new <= cost:
                 improved = True

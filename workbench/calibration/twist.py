@@ -36,16 +36,24 @@ from workbench.dynamics.derivatives import twist_derivatives
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import torque_regressor
 from workbench.errors import WorkbenchError
-from workbench.eta import eta_between, identifiable_eta_basis
-from workbench.lie import Array
+from workbench.eta import identifiable_eta_basis
+from workbench.lie import Array, left_jacobian_se3
 
 
 @dataclass(frozen=True)
 class TwistModel:
-    """The parameters being calibrated: the chain (twists, inertias) and drive parameters."""
+    """The parameters being calibrated: the chain (twists, inertias) and drive parameters.
+
+    ``chain`` is ``nominal.with_eta(eta)`` with its own inertias; ``eta``
+    None means the chain is the nominal itself (eta = 0). Steps add to eta
+    (not to the current chain's twists), so that a fit restricted to fixed
+    eta directions stays in their span.
+    """
 
     chain: Chain
     drive: Array  # drive parameters, in Drives.names order (friction by default)
+    eta: Array | None = None
+    nominal: Chain | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,23 @@ class TwistProblem:
         return self._equations(lambda a, b: self.log.tau[a:b])
 
     def evaluate(self, model: TwistModel) -> tuple[Array, Array]:
-        """Residuals and d r / d [eta, (phi), drive parameters] at eta = 0, fit rows only."""
+        """Residuals and d r / d [eta, (phi), drive parameters], fit rows only.
+
+        The eta columns are derivatives along ``eta + delta`` from the
+        nominal: the derivatives at eta = 0 of the current chain
+        (:meth:`linearise`) times the left Jacobian of SE(3) at each block
+        of eta (``exp(eta + d) = exp(J_l(eta) d) exp(eta)`` to first order).
+        """
+        r, J = self.linearise(model)
+        if model.eta is not None:
+            blocks = model.eta.reshape(-1, 6)
+            p = blocks.size
+            J = J.copy()
+            J[:, :p] = J[:, :p] @ block_diag(*left_jacobian_se3(blocks))
+        return r, J
+
+    def linearise(self, model: TwistModel) -> tuple[Array, Array]:
+        """Residuals and d r / d [eta, (phi), drive parameters] at eta = 0 of the current chain."""
         log = self.log
 
         def rows(a: int, b: int) -> Array:
@@ -117,11 +141,15 @@ class TwistProblem:
         return np.nonzero(self._moving())[1]
 
     def prior(self, chain: Chain, eta: Array | None = None) -> Array:
-        """Candidate directions: twist-changing eta (or ``eta`` (m, k) combinations of those),
-        then all of phi and the drive parameters."""
+        """Candidate directions: the twist-changing eta of ``chain`` (or the fixed eta
+        directions ``eta`` (6 (n + 1), k)), then all of phi and the drive parameters.
+
+        Fixed directions stay the same vectors from one iterate to the next
+        (the twist-changing basis of a chain is only defined up to a rotation
+        within each joint's block, so coordinates in it would not).
+        """
         n = chain.n
-        basis = self.eta_basis(chain)
-        blocks = [basis if eta is None else basis @ eta]
+        blocks = [self.eta_basis(chain) if eta is None else eta]
         if self.inertial:
             blocks.append(np.eye(10 * n))
         blocks.append(np.eye(len(self.terms.names)))
@@ -131,19 +159,25 @@ class TwistProblem:
         """The eta directions that change a twist (``identifiable_eta_basis``)."""
         return identifiable_eta_basis(chain)
 
-    def eta_change(self, nominal: Chain, fitted: Chain) -> Array:
-        """eta (6 (n + 1),) from the nominal to the fitted chain."""
-        return eta_between(nominal, fitted)
+    def phi(self, chain: Chain) -> Array:
+        """The links' inertial parameters (n, 10)."""
+        return chain.phi
+
+    def with_inertias(self, chain: Chain, inertias: Array) -> Chain:
+        return replace(chain, inertias=inertias)
 
     def retract(self, model: TwistModel, delta: Array) -> TwistModel:
-        """Apply a step: eta by ``with_eta`` (eq. 6), phi and drive parameters additively."""
+        """Apply a step: eta, phi and drive parameters additively (the chain by ``with_eta``)."""
         n = model.chain.n
         p = 6 * (n + 1)
-        chain = model.chain.with_eta(delta[:p])
+        nominal = model.chain if model.nominal is None else model.nominal
+        eta = delta[:p] if model.eta is None else model.eta + delta[:p]
+        phi = self.phi(model.chain)
         if self.inertial:
-            phi = chain.phi + delta[p : p + 10 * n].reshape(n, 10)
-            chain = replace(chain, inertias=inertia.matrix_from_phi(phi))
-        return TwistModel(chain, model.drive + delta[p + (10 * n if self.inertial else 0) :])
+            phi = phi + delta[p : p + 10 * n].reshape(n, 10)
+        chain = self.with_inertias(nominal.with_eta(eta), inertia.matrix_from_phi(phi))
+        drive = model.drive + delta[p + (10 * n if self.inertial else 0) :]
+        return TwistModel(chain, drive, eta, nominal)
 
 
 @dataclass(frozen=True)
@@ -184,7 +218,10 @@ def observability(
         S = identifiable_subspace(J, problem.prior(current.chain)).basis
         step = -S @ np.linalg.lstsq(J @ S, r, rcond=None)[0]
         trial = problem.retract(current, step)
-        r_trial, _ = problem.evaluate(trial)
+        try:
+            r_trial, _ = problem.evaluate(trial)
+        except WorkbenchError:  # a step the model cannot take (a chain that will not close)
+            break
         if r_trial @ r_trial >= residual @ residual:
             break
         residual, current = r_trial, trial
@@ -208,7 +245,7 @@ class TwistFit:
 
     model: TwistModel
     eta: Array
-    covariance: Array  # of [eta, (phi), drive parameter] steps at the solution
+    covariance: Array  # of [eta, (phi), drive parameter] steps at the solution (local)
     subspace: Subspace  # identifiable directions at the nominal
     solution: Solution
     observability: Observability
@@ -231,6 +268,7 @@ def calibrate_twist(
     max_std: float = 1e-3,
     max_iterations: int = 50,
     progress: bool = False,
+    directions: Array | None = None,
 ) -> TwistFit:
     """Estimate eta (and phi with ``inertial``) and the drive parameters from logged torques.
 
@@ -238,6 +276,8 @@ def calibrate_twist(
     initial drive parameters (zero by default). Only the eta directions the
     log determines to ``max_std`` (rad and m, :func:`observability`) are
     calibrated; the others stay at the nominal, and the fit reports them.
+    ``directions`` (6 (n + 1), k), orthonormal twist-changing eta directions,
+    replaces that selection (e.g. the directions an experiment was designed for).
     """
     problem = log if isinstance(log, TwistProblem) else TwistProblem(log, inertial, drives)
     if problem.log.tau is None:
@@ -252,6 +292,9 @@ def calibrate_twist(
         )
     seen = observability(problem, model, max_std)
     eta = seen.directions[:, : seen.kept]
+    eta = problem.eta_basis(chain) @ eta  # fixed directions in eta space
+    if directions is not None:
+        eta = np.asarray(directions, dtype=float)
     nominal_subspace = identifiable_subspace(J0, problem.prior(chain, eta), rtol=rtol)
     rank = nominal_subspace.basis.shape[1]
 
@@ -270,10 +313,15 @@ def calibrate_twist(
         progress=progress,
         label="twist calibration",
     )
+    p = 6 * (chain.n + 1)
+    eta_fit = np.zeros(p) if solution.model.eta is None else solution.model.eta
+    # from steps of eta to steps at the solution: d(local) = J_l(eta) d(eta) per block
+    G = np.eye(solution.covariance.shape[0])
+    G[:p, :p] = block_diag(*left_jacobian_se3(eta_fit.reshape(-1, 6)))
     return TwistFit(
         model=solution.model,
-        eta=problem.eta_change(chain, solution.model.chain),
-        covariance=solution.covariance,
+        eta=eta_fit,
+        covariance=G @ solution.covariance @ G.T,
         subspace=nominal_subspace,
         solution=solution,
         observability=seen,

@@ -273,7 +273,7 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
     N = len(qa)
     start = model.home if guess is None else guess
     q, _ = _configurations(model, np.broadcast_to(start, (N, model.n)), "guess")
-    ok, q = _newton(model, q.copy(), np.ones(N, dtype=bool))  # the guess onto the closure
+    ok, q = _newton(model, q.copy(), np.ones(N, dtype=bool), iterations=30)  # guess -> closure
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise WorkbenchError(
