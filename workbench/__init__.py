@@ -2,9 +2,9 @@
 
 Pinocchio provides the baseline kinematics and dynamics, CasADi hosts the
 optimisation layer, and this package adds the derivatives no library has:
-joint torques with respect to joint twists (seed 000, Algorithm 1), the
-spherical five-bar torque map, mesh inertia with vertex derivatives and the
-moved-inertia derivative.
+joint torques with respect to joint twists (seed 000, Algorithm 1), motor
+torques of closed chains with their derivatives, mesh inertia with vertex
+derivatives and the moved-inertia derivative.
 
 The public API lives here::
 
@@ -29,11 +29,12 @@ __version__ = "0.1.0"
 
 _LAZY_SUBMODULES = {
     "calibration",
+    "closed_chains",
     "dynamics",
     "eta",
     "pinocchio_conversion",
     "urdf",
-    "fivebar",
+    "excitation",
     "inertia",
     "lie",
     "mesh",

@@ -25,6 +25,8 @@ COMMANDS = {
     "view": "workbench.commands.view",
     "calibrate": "workbench.commands.calibrate",
     "simulate-log": "workbench.commands.simulate_log",
+    "sweep": "workbench.commands.sweep",
+    "excite": "workbench.commands.excite",
 }
 
 

@@ -1,0 +1,91 @@
+"""Design an experiment for calibration: an optimal excitation trajectory (dynamic, twist) or
+D-optimal calibration postures (kinematic).
+
+MODEL is a model name (see `workbench info`) or a URDF path. PROBLEM is an optional
+problem file (TOML; problems/excite_dynamic.toml, excite_twist.toml and
+excite_kinematic.toml are the defaults, documented key by key in
+workbench.excitation.problem): trajectory period and harmonics, drive terms,
+torque noise, limits, criterion ("logdet" or "condition"), postures.
+
+dynamic: a periodic Fourier trajectory, at rest at its start and end, that maximises
+log det of the information matrix of the base inertial parameters and the drive terms,
+within joint position, velocity, acceleration and torque limits (CasADi/IPOPT, exact
+gradients). twist: the same for the joint-twist directions the torques determine
+(d tau / d eta), with the drive terms (and the inertial parameters with inertial = true).
+kinematic: N postures out of random (or given) candidates, D-optimal for the joint
+twists, device and marker frames of a position or pose measurement, with a bound on
+the gap to the best possible selection.
+
+Writes DIR/summary.json (criterion, condition number, per-parameter predicted std for
+the stated noise), the trajectory DIR/trajectory.csv and .npz (columns t, q_, dq_,
+ddq_<joint>, at the problem's sample rate) or DIR/postures.csv, plots against the
+limits (PNG) and DIR/animation.html (meshcat). Exit code 2 on bad input or infeasible
+limits, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "design an optimal excitation trajectory or calibration postures"
+
+KINDS = ("dynamic", "twist", "kinematic")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, metavar="MODEL", help="model name or URDF path")
+    parser.add_argument(
+        "--kind", required=True, metavar="{dynamic,twist,kinematic}",
+        help="what the experiment identifies",
+    )  # fmt: skip
+    parser.add_argument("--out", required=True, metavar="DIR", help="results directory")
+    parser.add_argument("problem", nargs="?", metavar="PROBLEM", help="problem file (TOML)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import numpy as np
+
+    from workbench import models
+    from workbench.errors import WorkbenchError
+    from workbench.excitation.experiment import excite
+    from workbench.excitation.problem import read_problem
+    from workbench.excitation.report import write_results
+    from workbench.io import check_output_directory, results_directory
+
+    if args.kind not in KINDS:
+        raise WorkbenchError(f"--kind {args.kind!r} is not one of {', '.join(KINDS)}")
+    check_output_directory(args.out)
+    if args.problem is not None and not Path(args.problem).is_file():
+        raise WorkbenchError(f"problem file not found: {args.problem}")
+    chain = models.load(args.model)
+    problem = read_problem(args.problem, chain)
+    if problem.postures.tool is not None and args.kind == "kinematic":
+        chain = models.load(args.model, tool_frame=problem.postures.tool)
+    result = excite(chain, args.kind, problem, models.urdf_path(args.model))
+    with results_directory(args.out) as stage:
+        write_results(stage, result, args.model)
+    p = result.prediction
+    if args.kind == "kinematic":
+        s = result.selection
+        print(
+            f"kinematic: {result.q.shape[0]} postures of {result.information.q.shape[0]} "
+            f"candidates, log det {s.log_det:.4g} (random selection {result.initial.log_det:.4g}),"
+            f" D-efficiency >= {s.efficiency_bound:.3f}; results in {args.out}"
+        )
+    else:
+        d = result.design
+        relative = p.relative_std[np.isfinite(p.relative_std)]
+        precision = (
+            f"predicted median relative std {float(np.median(relative)):.3g} %"
+            if relative.size
+            else f"predicted median std {float(np.median(p.std)):.3g}"
+        )
+        print(
+            f"{args.kind}: log det {d.initial['log_det']:.4g} -> {d.log_det:.4g}, condition "
+            f"number {d.initial['condition_number']:.4g} -> {d.condition_number:.4g} "
+            f"({d.status}, {d.iterations} iterations, {d.seconds:.1f} s); {precision}; results "
+            f"in {args.out}"
+        )
+    return 0
