@@ -1,12 +1,15 @@
-"""Five-bar motor torques with d tau_pr / d lambda (eq. 14) vs finite differences (issue 5).
+"""Five-bar motor torques and derivatives: generic closed chain vs specialised code vs FD.
 
-    python benchmarks/bench_fivebar.py [--samples 1000] [--repeats 5]
+    python benchmarks/bench_fivebar.py [--samples 100,1000] [--repeats 5]
 
-N closed five-bar states; lambda = [eta (36), q, dq, ddq (5 each)], 51
-columns. Ours: ``FiveBar.torque_derivatives`` (all columns, and the state
-columns only). Finite differences: central, 102 batched evaluations of
-``FiveBar.torque`` over all N samples at once (eta columns through
-``FiveBar.with_eta``), i.e. the best a user can do without eq. 14.
+N closed five-bar states. Generic: ``workbench.closed_chains.derivatives``
+(full-state partials d tau_a / d [eta (36), q, dq, ddq (5 each)], and the
+state columns only; the closure, S and dS come from the loop kernels).
+Specialised: the project's former five-bar-only code
+(benchmarks/fivebar_specialised.py, eq. 11-14 of seed 000 written for this
+mechanism). Finite differences: central, batched over all N samples, of the
+generic motor torques (eta columns through ``with_eta``). Same run, same
+machine; the torques and derivatives agree to the printed relative error.
 """
 
 from __future__ import annotations
@@ -14,78 +17,89 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from fivebar_specialised import from_closed_chain
 from timing import machine, median_seconds, row
 
-import workbench as wb
+from workbench.closed_chains import load
+from workbench.closed_chains.derivatives import torque_derivatives
+from workbench.closed_chains.dynamics import motor_torques
+from workbench.closed_chains.kinematics import accelerations, solve_passive, velocities
+from workbench.dynamics.kernels import warm_up
 
 
-def finite_differences(fb, q, dq, ddq, h=1e-6):
+def finite_differences(model, q, dq, ddq, h=1e-6):
     columns = []
-    for k in range(36):
-        eta = np.zeros(36)
+    n = model.n
+    for k in range(6 * (n + 1)):
+        eta = np.zeros(6 * (n + 1))
         eta[k] = h
-        plus, minus = fb.with_eta(eta), fb.with_eta(-eta)
-        columns.append((plus.torque(q, dq, ddq) - minus.torque(q, dq, ddq)) / (2 * h))
+        plus, minus = model.with_eta(eta), model.with_eta(-eta)
+        columns.append(
+            (motor_torques(plus, q, dq, ddq) - motor_torques(minus, q, dq, ddq)) / (2 * h)
+        )
     for block in range(3):
-        for k in range(5):
+        for k in range(n):
             args_plus, args_minus = [q, dq, ddq], [q, dq, ddq]
-            step = np.zeros(5)
+            step = np.zeros(n)
             step[k] = h
             args_plus[block] = args_plus[block] + step
             args_minus[block] = args_minus[block] - step
-            columns.append((fb.torque(*args_plus) - fb.torque(*args_minus)) / (2 * h))
+            columns.append(
+                (motor_torques(model, *args_plus) - motor_torques(model, *args_minus)) / (2 * h)
+            )
     return np.stack(columns, axis=-1)
+
+
+def measure(model, old, N: int, repeats: int, rng) -> None:
+    """Print the rows of N closed states (module docstring)."""
+    q = solve_passive(model, rng.uniform(-0.8, 0.8, (N, 2)))
+    dq = velocities(model, q, rng.normal(size=(N, 2)))
+    ddq = accelerations(model, q, dq, rng.normal(size=(N, 2)))
+    new = torque_derivatives(model, q, dq, ddq)
+    ours = np.concatenate([new.dtau_deta, new.dtau_dq, new.dtau_dv, new.dtau_da], axis=-1)
+    theirs = old.torque_derivatives(q, dq, ddq).dtau_dlambda
+    scale = np.abs(theirs).max()
+    diff_old = np.abs(ours - theirs).max() / scale
+    diff_fd = np.abs(ours - finite_differences(model, q, dq, ddq)).max() / scale
+    runs = {
+        "generic, 51 columns": lambda: torque_derivatives(model, q, dq, ddq),
+        "specialised, 51 columns": lambda: old.torque_derivatives(q, dq, ddq),
+        "generic, 15 state columns": lambda: torque_derivatives(model, q, dq, ddq, with_eta=False),
+        "specialised, 15 state columns": lambda: old.torque_derivatives(q, dq, ddq, with_eta=False),
+        "generic torques": lambda: motor_torques(model, q, dq, ddq),
+        "specialised torques": lambda: old.torque(q, dq, ddq),
+        "central FD of the generic torques (102 batched calls)": lambda: finite_differences(
+            model, q, dq, ddq
+        ),
+    }
+    t = {name: median_seconds(f, repeats) / N * 1e6 for name, f in runs.items()}
+    pairs = {
+        "generic, 51 columns": "specialised, 51 columns",
+        "generic, 15 state columns": "specialised, 15 state columns",
+        "generic torques": "specialised torques",
+    }
+    for name, value in t.items():
+        ratio = f"{value / t[pairs[name]]:.2f}" if name in pairs else ""
+        diff = f"{diff_old:.1e}" if name.startswith("generic, 51") else ""
+        if name.startswith("central"):
+            diff = f"{diff_fd:.1e} (vs FD)"
+        print(row(N, name, f"{value:.1f}", ratio, diff))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--samples", default="100,1000")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    fb = wb.fivebar.FiveBar.default()
-    rng = np.random.default_rng(0)
-    N = args.samples
-    q = fb.solve_passive(rng.uniform(-0.8, 0.8, (N, 2)))
-    dq = fb.velocities(q, rng.normal(size=(N, 2)))
-    ddq = fb.accelerations(q, dq, rng.normal(size=(N, 2)))
-    ours = fb.torque_derivatives(q, dq, ddq).dtau_dlambda
-    fd = finite_differences(fb, q, dq, ddq)
-    error = np.abs(ours - fd).max() / np.abs(fd).max()
-    t_fd = median_seconds(lambda: finite_differences(fb, q, dq, ddq), args.repeats)
-    t_all = median_seconds(lambda: fb.torque_derivatives(q, dq, ddq), args.repeats)
-    t_state = median_seconds(
-        lambda: fb.torque_derivatives(q, dq, ddq, with_eta=False), args.repeats
-    )
-    t_tau = median_seconds(lambda: fb.torque(q, dq, ddq), args.repeats)
+    warm_up()
+    model = load("fivebar")
+    old = from_closed_chain(model)
     print(machine())
-    print(
-        f"five-bar, N = {N} closed states, median of {args.repeats}; "
-        f"max |ours - FD| / max |FD| = {error:.1e}\n"
-    )
-    print(row("method", "µs / sample", "ours / FD"))
-    print(row("---", "---", "---"))
-    print(
-        row(
-            "central FD of FiveBar.torque (102 batched calls), 51 columns",
-            f"{t_fd / N * 1e6:.1f}",
-            "1.00",
-        )
-    )
-    print(
-        row(
-            "torque_derivatives, 51 columns (eq. 14)",
-            f"{t_all / N * 1e6:.1f}",
-            f"{t_all / t_fd:.3f}",
-        )
-    )
-    print(
-        row(
-            "torque_derivatives, 15 state columns",
-            f"{t_state / N * 1e6:.1f}",
-            f"{t_state / t_fd:.3f}",
-        )
-    )
-    print(row("torque alone (eq. 13)", f"{t_tau / N * 1e6:.2f}", f"{t_tau / t_fd:.4f}"))
+    print(row("N", "method", "µs / sample", "generic / specialised", "max rel. diff."))
+    print(row(*["---"] * 5))
+    rng = np.random.default_rng(0)
+    for N in map(int, args.samples.split(",")):
+        measure(model, old, N, args.repeats, rng)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Default five-bar reach: analytic callbacks vs CasADi finite differences vs pure SX.
+"""Default reach (spherical five-bar): analytic callbacks vs CasADi finite differences vs pure SX.
 
     python benchmarks/bench_reach.py [--repeats 3] [--fd-knots 3]
 
@@ -6,7 +6,7 @@ The problem of ``problems/fivebar_reach.toml`` (K = 100 knots) solved by
 ``workbench.ocp.reach.solve`` on (a) the analytic batched callbacks
 (default), (b) the same callbacks with ``finite_differences=True`` (CasADi
 differentiates them numerically, IPOPT's exact Hessian included) and (c)
-the pure-SX five-bar of tests/fivebar_casadi_reference.py (CasADi AD).
+the pure-SX model functions of tests/ocp_reference.py (CasADi AD).
 Wall time is the whole ``solve`` call (NLP construction, IPOPT, and for
 solved problems the forward simulation ``solve`` runs afterwards); IPOPT
 is ``solve_time_s``, the solver call alone. Finite differences take
@@ -24,9 +24,12 @@ from pathlib import Path
 
 from timing import machine, row
 
-from tests.fivebar_casadi_reference import sx_functions
-from workbench.fivebar import FiveBar
+from tests.ocp_reference import sx_functions
+from workbench.closed_chains import load
+from workbench.dynamics.kernels import warm_up
 from workbench.ocp import reach
+from workbench.ocp.model_functions import model_callbacks
+from workbench.ocp.problem import ReachProblem
 from workbench.resources import shipped
 
 
@@ -41,24 +44,26 @@ def timed(solve, repeats: int) -> tuple[float, float, reach.ReachResult]:
     return statistics.median(walls), ipopt, results[-1]
 
 
+def fd_callbacks(model, knots, rows, design=None):
+    return model_callbacks(model, knots, rows, design, finite_differences=True)
+
+
 def variants(problem, fb, repeats: int, finite_differences: bool) -> list[tuple]:
     """(name, repeats, wall, ipopt, result) for analytic, [FD] and SX on ``problem``."""
-    K = problem.knots
     runs = [("analytic callbacks", repeats, lambda: reach.solve(problem, fb, progress=False))]
     if finite_differences:
-        callbacks = reach.model_callbacks(fb, K, finite_differences=True)
         runs.append(
             (
                 "callbacks, CasADi finite differences",
                 1,
-                lambda: reach.solve(problem, fb, progress=False, functions=callbacks),
+                lambda: reach.solve(problem, fb, progress=False, functions=fd_callbacks),
             )
         )
     runs.append(
         (
             "pure SX (CasADi AD)",
             repeats,
-            lambda: reach.solve(problem, fb, progress=False, functions=sx_functions(fb, K)),
+            lambda: reach.solve(problem, fb, progress=False, functions=sx_functions),
         )
     )
     return [(name, n, *timed(solve, n)) for name, n, solve in runs]
@@ -71,9 +76,9 @@ def main() -> None:
         "--fd-knots", type=int, default=3, help="knots of the finite-difference run (0: skip)"
     )
     args = parser.parse_args()
-    fb = FiveBar.default()
-    problem = reach.ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml")
-    fb.torque_derivatives(fb.home, fb.home, fb.home)  # compile/load the numba kernels
+    fb = load("fivebar")
+    problem = ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml")
+    warm_up()  # compile or load the numba kernels
     sizes = [(problem, False)]
     if args.fd_knots:
         sizes.append((replace(problem, knots=args.fd_knots), True))

@@ -1,4 +1,11 @@
-"""The spherical five-bar as a parallel robot (seed 000 §3).
+"""The project's former spherical five-bar code, specialised, kept as a benchmark peer.
+
+Before the generic closed chains (workbench.closed_chains) the project had
+this five-bar-only implementation of seed 000 §3; benchmarks/bench_fivebar.py
+times the generic code against it on the same mechanism. :func:`from_closed_chain`
+builds it from the shipped closed chain (dropping the massless link 5).
+
+The spherical five-bar as a parallel robot (seed 000 §3).
 
 Joint order is 1..5 everywhere: q = (q1, q2, q3, q4, q5) with the active
 (motor) joints ``qa = (q1, q4)`` and the passive joints (q2, q3, q5). The
@@ -40,9 +47,7 @@ returns the same batch shape (derivatives always carry the sample axis).
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -54,8 +59,6 @@ from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.pinocchio_conversion import to_pinocchio
-from workbench.urdf import load_urdf
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5")
 ACTIVE = np.array([0, 3])  # q1, q4
@@ -89,7 +92,7 @@ class TorqueDerivatives:
 class FiveBar:
     """A spherical five-bar: its spanning-tree Chain plus the cut joint 5's axis."""
 
-    def __init__(self, chain: Chain, cut_axis: ArrayLike, urdf_path: Path | None = None):
+    def __init__(self, chain: Chain, cut_axis: ArrayLike):
         if chain.n != 4 or tuple(chain.parents) != (-1, 0, 1, -1):
             raise WorkbenchError(
                 "a five-bar tree has joints (1, 2, 3) on one branch and 4 on the other; "
@@ -100,35 +103,11 @@ class FiveBar:
         self.chain = chain
         # w1..w5 at home: the rotation parts of the joint twists
         self.axes = np.vstack([chain.twists[:, :3], np.asarray(cut_axis, dtype=float)])
-        self.urdf_path = urdf_path
         self.home = np.zeros(5)
         # assembly mode: the side of the plane (w2', w5') on which w3' lies
         self.mode = float(np.sign(lie.cross(self.axes[1], self.axes[4]) @ self.axes[2]))
         self._cos23 = float(self.axes[1] @ self.axes[2])
         self._cos35 = float(self.axes[2] @ self.axes[4])
-
-    # -------------------------------------------------------- construction
-    @classmethod
-    def from_urdf(cls, path: str | os.PathLike) -> FiveBar:
-        """A five-bar from its spanning-tree URDF (frame ``joint_5_on_link_4`` marks joint 5)."""
-        chain = load_urdf(path, tool_frame="end_effector")
-        cut = next((f for f in chain.frames if f.name == CUT_FRAME), None)
-        if cut is None:
-            raise WorkbenchError(f"{path}: no frame '{CUT_FRAME}' marking the cut joint 5")
-        if (
-            np.abs(chain.twists[:, 3:]).max() > 1e-9
-            or np.abs(cut.placement[:3, 3] @ _perpendicular_projector(cut.placement[:3, 2])).max()
-            > 1e-9
-        ):
-            raise WorkbenchError(f"{path}: the five joint axes do not meet at the origin")
-        return cls(chain, cut.placement[:3, 2], Path(path))
-
-    @classmethod
-    def default(cls) -> FiveBar:
-        """The project's five-bar, ``models/fivebar/fivebar.urdf``."""
-        from workbench.resources import shipped
-
-        return _load_default(shipped("models") / "fivebar" / "fivebar.urdf")
 
     def with_eta(self, eta: ArrayLike) -> FiveBar:
         """Joint twists and tool moved by eta (36,): blocks for joints 1..5, then the tool."""
@@ -142,29 +121,6 @@ class FiveBar:
     def with_inertias(self, inertias: ArrayLike) -> FiveBar:
         """The same mechanism with other link inertias (4, 6, 6), base frame at home."""
         return FiveBar(replace(self.chain, inertias=inertias), self.axes[4])
-
-    # ---------------------------------------------------------- Pinocchio
-    @functools.cached_property
-    def _pinocchio(self):
-        import pinocchio as pin
-
-        if self.urdf_path is not None:
-            model = pin.buildModelFromUrdf(str(self.urdf_path))
-        else:
-            model = to_pinocchio(self.chain)
-        index = [self.chain.joint_names.index(model.names[j]) for j in range(1, model.njoints)]
-        return model, np.array(index)
-
-    def pinocchio_model(self):
-        """Pinocchio model of the spanning tree (joints 1, 2, 3, 4)."""
-        return self._pinocchio[0]
-
-    def tree_configuration(self, q: ArrayLike) -> Array:
-        """The five joint values (or velocities) -> the tree model's configuration."""
-        q = np.asarray(q, dtype=float)
-        if q.shape[-1] != 5:
-            raise WorkbenchError(f"five-bar joint values have shape {q.shape}; expected (..., 5)")
-        return q[..., TREE[self._pinocchio[1]]]
 
     # ---------------------------------------------------------- kinematics
     def _samples(self, x: ArrayLike, what: str, width: int = 5) -> tuple[Array, bool]:
@@ -593,9 +549,20 @@ class FiveBar:
         return np.array(qs), np.array(dqs)
 
 
-@functools.cache
-def _load_default(path: Path) -> FiveBar:
-    return FiveBar.from_urdf(path)
+def from_closed_chain(model) -> FiveBar:
+    """The specialised five-bar of the shipped closed chain (its tree without joint 5)."""
+    tree = model.tree
+    keep = slice(0, 4)
+    chain = replace(
+        tree,
+        joint_names=tree.joint_names[keep], link_names=tree.link_names[keep],
+        parents=tree.parents[keep], joint_kinds=tree.joint_kinds[keep], axes=tree.axes[keep],
+        joint_frames=tree.joint_frames[keep], inertias=tree.inertias[keep],
+        lower=tree.lower[keep], upper=tree.upper[keep],
+        velocity_limit=tree.velocity_limit[keep], effort_limit=tree.effort_limit[keep],
+        frames=(),
+    )  # fmt: skip
+    return FiveBar(chain, tree.twists[4, :3])
 
 
 def _cross_columns(a: Array, b: Array) -> Array:

@@ -186,14 +186,26 @@ def constraint_jacobian(model: ClosedChain, q: ArrayLike) -> Array:
 
 
 class PassiveSolver:
-    """``K_p^+`` at N configurations (SVD); singular ones refused (or flagged: ``strict``)."""
+    """``K_p^+`` at N configurations; singular ones refused (or flagged: ``strict``).
+
+    A square K_p (as many independent closure rows as passive joints) is
+    inverted by LU and its conditioning estimated as ``|K_p|_F |K_p^-1|_F``;
+    redundant rows go through the SVD (least squares). A configuration whose
+    estimated inverse condition number is below SINGULAR is singular.
+    """
 
     def __init__(self, model: ClosedChain, K: Array, strict: bool = True):
         self.model = model
         self.K = K
-        U, s, Vt = np.linalg.svd(K[:, :, model.passive], full_matrices=False)
-        ratio = s[:, -1] / np.maximum(s[:, 0], np.finfo(float).tiny)
-        self.singular = ratio < SINGULAR
+        K_p = K[:, :, model.passive]
+        if K_p.shape[1] == K_p.shape[2]:
+            self.pinv, ratio = _inverse(K_p)
+        else:
+            U, s, Vt = np.linalg.svd(K_p, full_matrices=False)
+            ratio = s[:, -1] / np.maximum(s[:, 0], np.finfo(float).tiny)
+            inverse = np.where(ratio[:, None] < SINGULAR, 0.0, 1.0 / np.maximum(s, 1e-300))
+            self.pinv = np.swapaxes(Vt, 1, 2) @ (np.swapaxes(U, 1, 2) * inverse[:, :, None])
+        self.singular = ~(ratio >= SINGULAR)
         if strict and self.singular.any():
             bad = int(np.flatnonzero(self.singular)[0])
             raise WorkbenchError(
@@ -201,8 +213,7 @@ class PassiveSolver:
                 f"joints (K_p condition number {1 / max(ratio[bad], 1e-300):.3g}): the closure "
                 "does not fix them there"
             )
-        inverse = np.where(self.singular[:, None], 0.0, 1.0 / np.maximum(s, 1e-300))
-        self.pinv = np.swapaxes(Vt, 1, 2) @ (np.swapaxes(U, 1, 2) * inverse[:, :, None])
+        self.pinv[self.singular] = 0.0
 
     def solve(self, rhs: Array) -> Array:
         """``K_p^+ rhs`` for rhs (N, m, k) -> (N, p, k)."""
@@ -219,6 +230,18 @@ class PassiveSolver:
         S = self.lift(self.K[:, :, self.model.active])
         S[:, self.model.active] = np.eye(len(self.model.active))
         return S
+
+
+def _inverse(K_p: Array) -> tuple[Array, Array]:
+    """Inverses (N, p, p) of square K_p and their estimated inverse condition numbers (N,)."""
+    inverse = np.zeros_like(K_p)
+    ratio = np.zeros(len(K_p))
+    invertible = np.abs(np.linalg.det(K_p)) > 0.0
+    if invertible.any():
+        inverse[invertible] = np.linalg.inv(K_p[invertible])
+        norms = np.linalg.norm(K_p[invertible], axis=(1, 2))
+        ratio[invertible] = 1.0 / (norms * np.linalg.norm(inverse[invertible], axis=(1, 2)))
+    return inverse, ratio * K_p.shape[1]  # the Frobenius estimate is p times too pessimistic
 
 
 def velocity_map(model: ClosedChain, q: ArrayLike) -> Array:
