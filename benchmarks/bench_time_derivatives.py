@@ -7,7 +7,10 @@ derivatives). The Pinocchio side is the five-point stencil a user writes:
 rnea at q(t + k h), k = -2..2 (states from the Taylor expansion of the
 trajectory, prepared outside the timed loop), tau_dot and tau_ddot from the
 fourth-order central differences; five rnea calls per sample in a Python
-loop. Prints µs per sample (median of the repeats) and the ratio ours / theirs.
+loop. Ours is the compiled kernel of ``wb.time_derivatives`` (warmed up
+before timing) with the project's default thread pool (one worker per core)
+and with one thread. Prints µs per sample (median of the repeats) and the
+ratio ours / theirs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pinocchio as pin
 from timing import machine, median_seconds, row
 
 import workbench as wb
+from workbench.dynamics import kernels
 from workbench.dynamics.time_derivatives import time_derivatives
 from workbench.pinocchio_conversion import shared_model
 
@@ -59,7 +63,6 @@ def main() -> None:
     scale = np.abs(ours).max(axis=(1, 2))
     errors = np.abs(ours - theirs).max(axis=(1, 2)) / scale
     t_pin = median_seconds(pinocchio_stencil, args.repeats)
-    t_ours = median_seconds(lambda: time_derivatives(chain, *derivatives), args.repeats)
     print(machine())
     print(f"iiwa, N = {N} samples, median of {args.repeats}; stencil h = {H}")
     print(f"max relative difference tau, tau_dot, tau_ddot: {errors[0]:.1e}, {errors[1]:.1e}, "
@@ -69,7 +72,13 @@ def main() -> None:
     print(
         row("5-point stencil over pinocchio.rnea (Python loop)", f"{t_pin / N * 1e6:.2f}", "1.00")
     )
-    print(row("wb time_derivatives (numpy)", f"{t_ours / N * 1e6:.2f}", f"{t_ours / t_pin:.2f}"))
+    cores = kernels.available_cores()
+    for threads in sorted({cores, 1}, reverse=True):
+        kernels.set_num_threads(threads)
+        t = median_seconds(lambda: time_derivatives(chain, *derivatives), args.repeats)
+        label = f"wb.time_derivatives, {threads} thread{'s' if threads > 1 else ''}"
+        print(row(label, f"{t / N * 1e6:.2f}", f"{t / t_pin:.2f}"))
+    kernels.set_num_threads(cores)
 
 
 if __name__ == "__main__":

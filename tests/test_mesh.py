@@ -234,6 +234,48 @@ def test_bad_mesh_names_the_failed_check(corrupt, check):
     np.testing.assert_array_equal(faces, before[1])
 
 
+def _corrupted(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A closed mesh with high-degree fan vertices, some faces removed, flipped or doubled."""
+    rng = np.random.default_rng(seed)
+    mesh = trimesh.creation.cylinder(radius=0.05, height=0.1, sections=int(rng.integers(3, 80)))
+    faces = np.array(mesh.faces)
+    for _ in range(int(rng.integers(0, 3))):
+        k = int(rng.integers(len(faces)))
+        action = rng.integers(3)
+        if action == 0:
+            faces = np.delete(faces, k, axis=0)
+        elif action == 1:
+            faces[k] = faces[k, ::-1]
+        else:
+            faces = np.vstack([faces, faces[k][rng.permutation(3)]])
+    return np.array(mesh.vertices), faces[rng.permutation(len(faces))]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_edge_checks_agree_with_trimesh(seed):
+    """Watertight and winding verdicts equal trimesh.graph.is_watertight on the directed edges."""
+    vertices, faces = _corrupted(seed)
+    edges = np.stack([faces, np.roll(faces, -1, axis=1)], axis=-1).reshape(-1, 2)
+    watertight, winding = trimesh.graph.is_watertight(edges)
+    if watertight and winding:
+        wb.mesh.check_mesh(vertices, faces)
+        assert wb.mesh.mass_properties(vertices, faces).mass > 0.0
+        return
+    check = "watertight" if not watertight else "consistent winding"
+    with pytest.raises(wb.WorkbenchError, match=f"mesh check '{check}' failed: "):
+        wb.mesh.check_mesh(vertices, faces)
+    with pytest.raises(wb.WorkbenchError, match=f"mesh check '{check}' failed: "):
+        wb.mesh.mass_properties(vertices, faces, derivatives=True)
+
+
+@pytest.mark.parametrize("index", [-1, 8, 10**9])
+def test_out_of_range_index_is_refused_without_validation(index):
+    vertices, faces = _box()
+    faces[5, 1] = index
+    with pytest.raises(wb.WorkbenchError, match="mesh check 'face indices' failed: 1 faces"):
+        wb.mesh.mass_properties(vertices, faces, validate=False, derivatives=True)
+
+
 @pytest.mark.parametrize("corrupt", [_flip_one, _inward])
 def test_fix_winding_repairs(corrupt):
     vertices, faces = corrupt(*_box())

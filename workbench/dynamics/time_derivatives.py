@@ -3,41 +3,46 @@
 ``time_derivatives(chain, q, dq, ddq, dddq, ddddq)`` returns the joint torques
 ``tau`` of inverse dynamics along a trajectory together with ``tau_dot`` and
 ``tau_ddot`` (the "higher-order inverse dynamics" of seed 003), for trees and
-serial chains, batched over samples with numpy (a loop over joints, never
-over samples).
+serial chains, batched over samples in compiled code (numba: a loop over
+joints inside a loop over samples, split across threads like
+:func:`workbench.dynamics.inverse_dynamics`).
 
 Method: the recursive Newton-Euler algorithm of seed 000 eq. 1-5 differentiated
-in time. Every quantity x(t) of the
-recursion is carried as its *jet* ``[x, x', x'', ...]`` (truncated Taylor
-coefficients without the factorials); products follow the Leibniz rule
-``(a b)^(k) = sum_j C(k, j) a^(j) b^(k-j)`` and a quantity that moves with a
-link of spatial velocity ``V`` obeys ``x' = ad_V x`` (twists) or
-``I' = -ad_V^T I - I ad_V`` (spatial inertias). :func:`time_derivatives` runs
-the recursion in link coordinates (seed 000's body form, constant A_i and
-G_i): ``v_i = X_i v_p + A_i dq_i`` with ``X_i = Ad_{exp(-[A_i] q_i)}``,
-``a_i = v_i' + X_i a_p^0`` (gravity carried as a base acceleration),
-``f_i = G_i a_i - ad_{v_i}^T G_i v_i``, ``F_i = f_i + sum_c X_c^T F_c``,
-``tau_i = A_i^T F_i``; the jets of ``X_i(t)`` come from Faa di Bruno's
-formula (:class:`_JointMotion`). :func:`mass_matrix_derivatives` uses the
-same recursion in the base (world) frame, where with ``T_i = T_p exp([A_i] q_i)``
-(normal form, all M_i = I):
+in time. Every quantity x(t) of the recursion is carried as its *jet*
+``[x, x', x'']`` (derivatives, no factorials); products follow the Leibniz
+rule ``(a b)^(k) = sum_j C(k, j) a^(j) b^(k-j)``. :func:`time_derivatives`
+runs the recursion in link coordinates (seed 000's body form, constant A_i
+and G_i, link frame = base frame at q = 0):
+
+* ``v_i = X_i v_p + A_i dq_i`` with ``X_i = Ad_{exp(-[A_i] q_i)}``  (eq. 2),
+* ``a_i = X_i a_p + A_i ddq_i + ad_{v_i} A_i dq_i``, ``a_0 = (0, -g)``
+  (eq. 3, gravity carried as a base acceleration),
+* ``f_i = G_i a_i - ad_{v_i}^T G_i v_i``                              (eq. 4),
+* ``F_i = f_i + sum_c X_c^T F_c``, ``tau_i = A_i^T F_i``               (eq. 5).
+
+The jets of the transported terms come from ``X = exp(q D)`` with
+``D = -ad_A``: X commutes with D, so ``(X u)' = X (u' + dq D u)`` and
+``(X^T u)' = X^T (u' + dq D^T u)``; with ``L u = u' + dq D u``
+
+    (X u)^(k) = X (L^k u),   L^0 u = u,   L^1 u = u' + dq D u,
+    L^2 u = u'' + ddq D u + dq D u' + dq D (L^1 u)
+
+(likewise with D^T for wrenches), so each jet entry costs one rigid
+transform and a few ``ad_A`` products, with no derivative of X itself.
+``tau^(k)`` needs ``a^(k)`` and ``v^(k)``, hence ``q`` up to its (k+2)-th
+derivative: ``tau_ddot`` takes ``ddddq``. Twists are (omega, v), wrenches
+(m, f) (DESIGN.md "Conventions").
+
+:func:`mass_matrix_derivatives` uses the same recursion in numpy in the base
+(world) frame, where with ``T_i = T_p exp([A_i] q_i)`` (normal form, all M_i = I):
 
 * joint twist in the world frame   ``S_i = Ad_{T_i} A_i``, ``S_i' = ad_{V_p} S_i``,
 * spatial velocity                 ``V_i = V_p + S_i dq_i``                (eq. 2),
-* spatial acceleration             ``a_i = V_i' + a_0``, ``a_0 = (0, -g)`` (eq. 3),
 * world inertia                    ``I_i = Ad_{T_i}^{-T} G_i Ad_{T_i}^{-1}``,
-* link wrench                      ``f_i = I_i a_i - ad_{V_i}^T I_i V_i``  (eq. 4),
-* joint torque                     ``tau_i = S_i^T F_i``, ``F_i = sum over the subtree of f_k``
-                                   (eq. 5).
+  ``I_i' = -ad_{V_i}^T I_i - I_i ad_{V_i}``,
 
-``tau^(k)`` needs ``V^(k+1)``, hence ``q`` up to its (k+2)-th derivative:
-``tau_ddot`` takes ``ddddq``. Twists are (omega, v), wrenches (m, f)
-(DESIGN.md "Conventions"). Gravity ``chain.gravity`` enters as the base
-acceleration ``a_0``.
-
-The same jets give the time derivatives of the mass matrix through the
-composite-rigid-body form ``M_jk = S_j^T IC_k S_k`` (j an ancestor of k,
-``IC_k`` the subtree inertia): :func:`mass_matrix_derivatives`.
+and the composite-rigid-body form ``M_jk = S_j^T IC_k S_k`` (j an ancestor
+of k, ``IC_k`` the subtree inertia), differentiated with the Leibniz rule.
 
 :func:`flexible_joint_motor_trajectory` uses tau, tau_dot and tau_ddot for the
 inverse dynamics of flexible (series-elastic) joints, seed 003 §1.
@@ -54,8 +59,9 @@ from numpy.typing import ArrayLike
 
 from workbench import lie
 from workbench.arrays import as_samples, broadcast_samples, same_batch
-from workbench.chain import REVOLUTE, Chain
-from workbench.dynamics.inverse_dynamics import check_state
+from workbench.chain import Chain
+from workbench.dynamics import kernels as sk
+from workbench.dynamics.inverse_dynamics import check_state, kernel_model
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -165,90 +171,125 @@ def _check_trajectory(chain: Chain, q, dq, ddq, derivatives: dict[str, ArrayLike
     return [*base, *extra], batched
 
 
-def _bell(qdots: list[Array], order: int) -> list[list[Array]]:
-    """Coefficients b[j][m] (N,) with ``d^j/dt^j exp(D q(t)) = sum_m b[j][m] D^m exp(D q)``.
+# ------------------------------------------- compiled tau, tau_dot, tau_ddot (body form)
+@sk.leaf
+def _inverse_Ad_apply(R, p, x, out):
+    """out = Ad_{T^-1} x = (R^T w, R^T (v - p x w)) for T = (R, p)."""
+    for r in range(3):
+        out[r] = R[0, r] * x[0] + R[1, r] * x[1] + R[2, r] * x[2]
+    u0 = x[3] - (p[1] * x[2] - p[2] * x[1])
+    u1 = x[4] - (p[2] * x[0] - p[0] * x[2])
+    u2 = x[5] - (p[0] * x[1] - p[1] * x[0])
+    for r in range(3):
+        out[3 + r] = R[0, r] * u0 + R[1, r] * u1 + R[2, r] * u2
 
-    Faa di Bruno for a constant matrix D: ``b[j][m]`` is the partial Bell
-    polynomial B_{j,m}(q', q'', ...), from ``X' = q' D X`` and the Leibniz
-    rule, ``b[j+1][m] = sum_i C(j, i) q^(i+1) b[j-i][m-1]``. ``qdots[k]`` is
-    the (k+1)-th derivative of q (one joint, (N,)).
+
+@sk.leaf
+def _add_scaled_ad(A, x, scale, out):
+    """out += scale ad_A x."""
+    w0, w1, w2 = A[0], A[1], A[2]
+    u0, u1, u2 = A[3], A[4], A[5]
+    out[0] += scale * (w1 * x[2] - w2 * x[1])
+    out[1] += scale * (w2 * x[0] - w0 * x[2])
+    out[2] += scale * (w0 * x[1] - w1 * x[0])
+    out[3] += scale * (w1 * x[5] - w2 * x[4] + u1 * x[2] - u2 * x[1])
+    out[4] += scale * (w2 * x[3] - w0 * x[5] + u2 * x[0] - u0 * x[2])
+    out[5] += scale * (w0 * x[4] - w1 * x[3] + u0 * x[1] - u1 * x[0])
+
+
+@sk.leaf
+def _add_scaled_ad_transpose(A, F, scale, out):
+    """out += scale ad_A^T F = scale (-(w x m) - u x f, -(w x f)) for A = (w, u), F = (m, f)."""
+    w0, w1, w2 = A[0], A[1], A[2]
+    u0, u1, u2 = A[3], A[4], A[5]
+    out[0] += scale * (F[1] * w2 - F[2] * w1 + F[4] * u2 - F[5] * u1)
+    out[1] += scale * (F[2] * w0 - F[0] * w2 + F[5] * u0 - F[3] * u2)
+    out[2] += scale * (F[0] * w1 - F[1] * w0 + F[3] * u1 - F[4] * u0)
+    out[3] += scale * (F[4] * w2 - F[5] * w1)
+    out[4] += scale * (F[5] * w0 - F[3] * w2)
+    out[5] += scale * (F[3] * w1 - F[4] * w0)
+
+
+@sk.leaf
+def _operator_jet(A, x, d1, d2, transpose, L):
+    """L[k] = L^k x (k = 0, 1, 2) for a jet x (3, 6): ``L u = u' + dq D u`` (module docstring).
+
+    ``D = -ad_A`` (twists) or ``D^T = -ad_A^T`` (``transpose``, wrenches);
+    ``d1``, ``d2`` are the joint's dq and ddq.
     """
-    one = np.ones_like(qdots[0])
-    b = [[one]]
-    for j in range(order):
-        row = [np.zeros_like(one)]
-        for m in range(1, j + 2):
-            row.append(sum(comb(j, i) * qdots[i] * b[j - i][m - 1] for i in range(j + 1 - (m - 1))))
-        b.append(row)
-    return b
+    for r in range(6):
+        L[0, r] = x[0, r]
+        L[1, r] = x[1, r]
+        L[2, r] = x[2, r]
+    if transpose:
+        _add_scaled_ad_transpose(A, x[0], -d1, L[1])
+        _add_scaled_ad_transpose(A, x[0], -d2, L[2])
+        _add_scaled_ad_transpose(A, x[1], -d1, L[2])
+        _add_scaled_ad_transpose(A, L[1], -d1, L[2])
+    else:
+        _add_scaled_ad(A, x[0], -d1, L[1])
+        _add_scaled_ad(A, x[0], -d2, L[2])
+        _add_scaled_ad(A, x[1], -d1, L[2])
+        _add_scaled_ad(A, L[1], -d1, L[2])
 
 
-class _JointMotion(NamedTuple):
-    """Transport through one joint along q(t): ``X(t) = Ad_{exp(-[A] q(t))} = exp(D q(t))``.
-
-    With ``D = -ad_A``, ``X = I + s D + c D^2``: ``s = sin q``, ``c = 1 - cos q``
-    for a revolute joint (unit axis, zero pitch, so ``D^3 = -D``: Rodrigues)
-    and ``s = q``, ``c = 0`` for a prismatic one (``D^2 = 0``). Faa di Bruno
-    gives ``X^(j) = sum_m b[j][m] D^m X`` (:func:`_bell`), and the powers of D
-    reduce to ``D`` and ``D^2``, so that for any jet x
-    ``(X x)^(k) = x_k + D U_k + D^2 W_k`` with ``U_k = sum_l u[k, l] x_l`` and
-    ``W_k = sum_l w[k, l] x_l``; the same coefficients give
-    ``(X^T F)^(k) = F_k + D^T U_k + (D^T)^2 W_k``.
-    """
-
-    D: Array  # (6, 6)
-    uw: dict[int, Array]  # jet length K -> (N, 2K, K): [u; w] for jets of that length
-
-
-def _joint_motion(A: Array, revolute: bool, q: Array, qdots: Array) -> _JointMotion:
-    """The :class:`_JointMotion` of a joint with twist A; q (N,), ``qdots`` (K, N)."""
-    K = len(qdots)
-    b = _bell(list(qdots), K - 1)
-    if revolute:  # D X = cos D + sin D^2, D^2 X = -sin D + cos D^2
-        s, c, cos = np.sin(q), 1.0 - np.cos(q), np.cos(q)
-        DX = ((cos, s), (-s, cos))
-        sign = [(-1.0) ** ((m - 1) // 2) for m in range(K)]  # D^m = sign D^(2 - m % 2)
-    else:  # D^2 = 0: D X = D
-        s, c = q, np.zeros_like(q)
-        DX = ((np.ones_like(q), c), (c, c))
-        sign = [float(m == 1) for m in range(K)]
-    u = np.zeros((*q.shape, K, K))
-    w = np.zeros_like(u)
-    for k in range(K):
-        u[:, k, k], w[:, k, k] = s, c
-        for j in range(1, k + 1):
-            alpha = sum(sign[m] * b[j][m] for m in range(1, j + 1, 2))  # coefficient of D X
-            beta = sum(sign[m] * b[j][m] for m in range(2, j + 1, 2))  # coefficient of D^2 X
-            u[:, k, k - j] = comb(k, j) * (alpha * DX[0][0] + beta * DX[1][0])
-            w[:, k, k - j] = comb(k, j) * (alpha * DX[0][1] + beta * DX[1][1])
-    uw = {L: np.concatenate([u[:, :L, :L], w[:, :L, :L]], axis=1) for L in (K, K - 1)}
-    return _JointMotion(-lie.ad(A), uw)
-
-
-def _transport(X: _JointMotion, x: Array, M: Array) -> Array:
-    """``x + U @ M + W @ M^2`` for a jet x (N, K, 6): M = D^T moves twists, M = D wrenches."""
-    N, K, _ = x.shape
-    UW = (X.uw[K] @ x).reshape(N, 2, K, 6).transpose(0, 2, 1, 3).reshape(N, K, 12)
-    return x + UW @ np.concatenate([M, M @ M])
-
-
-def _cross(a: Array, b: Array) -> Array:
-    """Cross products over the last axis (length 3)."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-
-
-_PAIRS = ((0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2))  # (j, k - j) for k = 0, 1, 2
-
-
-def _gyroscopic(v: Array, h: Array) -> Array:
-    """Jet (N, 3, 6) of ``ad_v^T h = -(w x m + u x f, w x f)`` (v = (w, u), h = (m, f)), Leibniz."""
-    V = v[:, [j for j, _ in _PAIRS]]
-    H = h[:, [i for _, i in _PAIRS]]
-    m = _cross(V[..., :3], H[..., :3]) + _cross(V[..., 3:], H[..., 3:])
-    t = -np.concatenate([m, _cross(V[..., :3], H[..., 3:])], axis=-1)
-    return np.stack([t[:, 0], t[:, 1] + t[:, 2], t[:, 3] + 2.0 * t[:, 4] + t[:, 5]], axis=1)
+@sk.jit
+def _time_derivatives_kernel(km, q, dq, ddq, dddq, ddddq, out, start, stop):
+    """out[k, s] = tau^(k) (k = 0, 1, 2) for samples start..stop-1 (module docstring)."""
+    n = km.parents.shape[0]
+    v = np.zeros((n + 1, 3, 6))  # jets; row n (index -1) is the base
+    a = np.zeros((n + 1, 3, 6))
+    F = np.empty((n, 3, 6))
+    R = np.empty((n, 3, 3))
+    P = np.empty((n, 3))
+    L = np.empty((3, 6))
+    Gv = np.empty((3, 6))
+    c = np.empty((3, 6))
+    t = np.empty(6)
+    a[-1, 0, 3:] = -km.gravity
+    for s in range(start, stop):
+        for i in range(n):
+            A = km.twists[i]
+            k = km.parents[i]
+            d1, d2, d3, d4 = dq[s, i], ddq[s, i], dddq[s, i], ddddq[s, i]
+            sk.joint_transform(A, q[s, i], R[i], P[i])
+            _operator_jet(A, v[k], d1, d2, False, L)
+            for j in range(3):
+                _inverse_Ad_apply(R[i], P[i], L[j], v[i, j])
+            for r in range(6):
+                v[i, 0, r] += A[r] * d1
+                v[i, 1, r] += A[r] * d2
+                v[i, 2, r] += A[r] * d3
+            _operator_jet(A, a[k], d1, d2, False, L)
+            for j in range(3):
+                _inverse_Ad_apply(R[i], P[i], L[j], a[i, j])
+                sk.ad_apply(v[i, j], A, c[j])  # c_j = ad_{v^(j)} A
+            for r in range(6):  # + A q^(k+2) + (ad_v A dq)^(k)
+                a[i, 0, r] += A[r] * d2 + c[0, r] * d1
+                a[i, 1, r] += A[r] * d3 + c[1, r] * d1 + c[0, r] * d2
+                a[i, 2, r] += A[r] * d4 + c[2, r] * d1 + 2.0 * c[1, r] * d2 + c[0, r] * d3
+            m, h, I = km.mass[i], km.h0[i], km.I0[i]
+            for j in range(3):
+                sk.inertia_apply(m, h, I, v[i, j], Gv[j])
+                sk.inertia_apply(m, h, I, a[i, j], F[i, j])
+            # f^(k) = G a^(k) - sum_j C(k, j) ad_{v^(j)}^T G v^(k-j)
+            _add_scaled_ad_transpose(v[i, 0], Gv[0], -1.0, F[i, 0])
+            _add_scaled_ad_transpose(v[i, 1], Gv[0], -1.0, F[i, 1])
+            _add_scaled_ad_transpose(v[i, 0], Gv[1], -1.0, F[i, 1])
+            _add_scaled_ad_transpose(v[i, 2], Gv[0], -1.0, F[i, 2])
+            _add_scaled_ad_transpose(v[i, 1], Gv[1], -2.0, F[i, 2])
+            _add_scaled_ad_transpose(v[i, 0], Gv[2], -1.0, F[i, 2])
+        for i in range(n - 1, -1, -1):
+            A = km.twists[i]
+            for j in range(3):
+                out[j, s, i] = sk.dot6(A, F[i, j])
+            k = km.parents[i]
+            if k >= 0:
+                _operator_jet(A, F[i], dq[s, i], ddq[s, i], True, L)
+                for j in range(3):
+                    sk.wrench_to_world(R[i], P[i], L[j], t)
+                    for r in range(6):
+                        F[k, j, r] += t[r]
 
 
 def time_derivatives(
@@ -268,30 +309,14 @@ def time_derivatives(
     sample broadcasts against N). Returns ``(tau, tau_dot, tau_ddot)``, each
     (n,) for unbatched input, else (N, n). Gravity is included, no tool wrench.
     """
-    (q, *qdots), batched = _check_trajectory(chain, q, dq, ddq, {"dddq": dddq, "ddddq": ddddq})
-    N, n = q.shape
-    A, G = chain.twists, chain.inertias
-    base_v = np.zeros((N, 4, 6))
-    base_g = np.zeros((N, 3, 6))
-    base_g[:, 0, 3:] = -chain.gravity
-    v, grav, F, motion = [None] * n, [None] * n, [None] * n, [None] * n
-    for i in range(n):
-        p = chain.parents[i]
-        qjet = np.array([d[:, i] for d in qdots])  # (4, N)
-        motion[i] = _joint_motion(A[i], chain.joint_kinds[i] == REVOLUTE, q[:, i], qjet)
-        Dt = motion[i].D.T
-        v_p, g_p = (base_v, base_g) if p < 0 else (v[p], grav[p])
-        v[i] = _transport(motion[i], v_p, Dt) + qjet.T[:, :, None] * A[i]  # eq. 2, derivatives
-        grav[i] = _transport(motion[i], g_p, Dt)
-        a = v[i][:, 1:] + grav[i]  # eq. 3, gravity as the base acceleration
-        F[i] = a @ G[i].T - _gyroscopic(v[i], v[i][:, :3] @ G[i].T)  # eq. 4
-    tau = np.empty((3, N, n))
-    for i in range(n - 1, -1, -1):
-        tau[:, :, i] = (F[i] @ A[i]).T  # eq. 5
-        p = chain.parents[i]
-        if p >= 0:
-            F[p] += _transport(motion[i], F[i], motion[i].D)
-    return tuple(tau) if batched else tuple(tau[:, 0])
+    (q, dq, ddq, dddq, ddddq), batched = _check_trajectory(
+        chain, q, dq, ddq, {"dddq": dddq, "ddddq": ddddq}
+    )
+    out = np.empty((3, *q.shape))
+    sk.run_batched(
+        _time_derivatives_kernel, q.shape[0], kernel_model(chain), q, dq, ddq, dddq, ddddq, out
+    )
+    return tuple(out) if batched else tuple(out[:, 0])
 
 
 def mass_matrix_derivatives(
