@@ -317,6 +317,7 @@ def warm_up() -> None:
     from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
     from workbench.dynamics.inverse_dynamics import inverse_dynamics
     from workbench.dynamics.regressor import torque_regressor
+    from workbench.dynamics.time_derivatives import time_derivatives
 
     chain = _tiny_chain()
     q = np.zeros((1, chain.n))
@@ -326,6 +327,7 @@ def warm_up() -> None:
         twist_derivatives(chain, q, q, q, f)
         rnea_derivatives(chain, q, q, q, f)
     torque_regressor(chain, q, q, q)
+    time_derivatives(chain, q, q, q, q, q)
 
 
 def _tiny_chain():
