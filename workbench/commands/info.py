@@ -1,8 +1,10 @@
 """Show a robot model: joints, joint twists (omega, v) in the base frame at q = 0,
 link masses, limits and the tool frame.
 
-MODEL is a shipped model name (iiwa, planar_2r), an example-robot-data name
-(ur5, panda_arm, talos_upper_body, ...) or a path to a URDF file.
+MODEL is a shipped model name (iiwa, planar_2r, staubli_tx40, ur10e), an
+example-robot-data name (ur5, panda_arm, talos_upper_body, ...), a path to a
+URDF file, or a closed chain (fivebar, planar_fivebar, fourbar, delta, or a
+closure file): then its spanning tree, its motors and its closures.
 """
 
 from __future__ import annotations
@@ -20,9 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench import models
+    from workbench import closed_chains, models
 
-    chain = models.load(args.model, tool_frame=args.tool)
+    closed = None
+    if closed_chains.is_closed_chain(args.model):
+        closed = closed_chains.load(args.model)
+        chain = closed.tree
+    else:
+        chain = models.load(args.model, tool_frame=args.tool)
     np.set_printoptions(precision=4, suppress=True)
     print(
         f"{chain.name}: {chain.n} joints, base '{chain.base_name}', "
@@ -53,6 +60,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"tool frame '{chain.tool_name}' on link '{parent}', at q = 0:")
     print(f"  position {_vec(chain.tool_frame[:3, 3])}")
     print("  rotation " + "\n           ".join(_vec(r) for r in chain.tool_frame[:3, :3]))
+    if closed is not None:
+        print()
+        print(f"closed chain ({closed.source}): motors {', '.join(closed.actuated)}, task "
+              f"'{closed.task}'")  # fmt: skip
+        for closure in closed.closures:
+            a, b = closure.frames
+            print(f"  closure '{closure.name}': {closure.kind} ({closure.rows} rows) {a} -> {b}")
+        print(f"  home {_vec(closed.home)}")
     return 0
 
 
