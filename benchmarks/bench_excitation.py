@@ -35,16 +35,22 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def gradients() -> list[dict]:
-    from test_excitation_sx import _analytic, _central, criterion_functions
-
     import workbench as wb
     from workbench.calibration.drives import Drives
     from workbench.excitation.experiment import dynamic_information, twist_information
     from workbench.excitation.trajectory import FourierSpace
+    from workbench.testing.excitation_reference import (
+        analytic_gradient as _analytic,
+    )
+    from workbench.testing.excitation_reference import (
+        central_gradient as _central,
+    )
+    from workbench.testing.excitation_reference import (
+        criterion_functions,
+    )
 
     rows = []
 

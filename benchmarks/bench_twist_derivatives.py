@@ -31,13 +31,13 @@ import pinocchio as pin
 from timing import machine, median_seconds, row
 
 import workbench as wb
-from tests.casadi_reference import inverse_dynamics_function
 from workbench.dynamics import kernels
 from workbench.dynamics.derivatives import (
     rnea_derivatives,
     rnea_derivatives_pinocchio,
     twist_derivatives,
 )
+from workbench.testing.casadi_reference import inverse_dynamics_function
 
 H = 1e-6
 

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-# Benchmarks import the test-only references (e.g. tests/casadi_reference.py).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:

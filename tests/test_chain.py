@@ -11,7 +11,7 @@ import pytest
 
 import workbench as wb
 from tests.conftest import random_state
-from tests.pinocchio_reference import rnea
+from workbench.testing.pinocchio_reference import rnea
 
 
 def test_normal_form_twists_are_pinocchio_world_jacobian_at_zero(chains):

@@ -32,7 +32,7 @@ SAMPLES = 400
 @pytest.fixture(scope="module")
 def setting():
     model = load("planar_fivebar")
-    _, qa, dqa, ddqa, q = motor_trajectory(model, SAMPLES, 0.01, seed=0)
+    _, _, dqa, ddqa, q = motor_trajectory(model, SAMPLES, 0.01, seed=0)
     dq = velocities(model, q, dqa)
     ddq = accelerations(model, q, dq, ddqa)
     J = closed_chain_derivatives(model, q, dq, ddq).dtau_deta.reshape(-1, 6 * (model.n + 1))

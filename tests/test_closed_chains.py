@@ -24,7 +24,6 @@ import pinocchio as pin
 import pytest
 from scipy.optimize import brentq
 
-from tests.closed_chain_reference import closed_chain_functions, evaluate
 from workbench import inertia, lie
 from workbench.chain import Chain, Frame
 from workbench.closed_chains import derivatives, dynamics, kinematics
@@ -32,6 +31,7 @@ from workbench.closed_chains.kinematics import check_assembly
 from workbench.closed_chains.model import ClosedChain, Closure
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.errors import WorkbenchError
+from workbench.testing.closed_chain_reference import closed_chain_functions, evaluate
 from workbench.urdf import write_urdf
 
 ROOT = Path(__file__).resolve().parents[1]

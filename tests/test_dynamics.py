@@ -8,7 +8,7 @@ import pytest
 
 import workbench as wb
 from tests.conftest import ROBOTS, random_state
-from tests.pinocchio_reference import rnea
+from workbench.testing.pinocchio_reference import rnea
 
 
 def relative_error(a, b):

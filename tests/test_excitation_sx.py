@@ -12,154 +12,23 @@ SX Cholesky factorisation and ``log cond`` through the eigenvalues, and the grad
 
 from __future__ import annotations
 
-import re
-
-import casadi as ca
 import numpy as np
 import pytest
-from casadi_reference import Ad, ad, exp_joint, exp_series, inverse
 
 import workbench as wb
-from workbench import inertia
 from workbench.calibration.drives import Drives
-from workbench.calibration.torque_model import TorqueModel
-from workbench.excitation.design import _Problem
 from workbench.excitation.experiment import dynamic_information, twist_information
 from workbench.excitation.trajectory import FourierSpace
-
-_TO_STANDARD = np.array([4, 7, 8, 5, 9, 6, 1, 2, 3, 0])
-
-
-def _torques(chain: wb.Chain, eta, phi, q, dq, ddq):
-    """tau (n,) of chain with joint twists Ad_{exp(eta_i)} A_i and inertias phi (10 n,), base
-    frame at q = 0, project order [m, h, Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (body-frame recursion)."""
-    n = chain.n
-    A = [Ad(exp_series(eta[6 * i : 6 * i + 6])) @ ca.DM(chain.twists[i]) for i in range(n)]
-    G = []
-    for i in range(n):
-        p = phi[10 * i : 10 * i + 10]
-        m, h = p[0], p[1:4]
-        I = ca.vertcat(
-            ca.horzcat(p[4], p[7], p[8]), ca.horzcat(p[7], p[5], p[9]), ca.horzcat(p[8], p[9], p[6])
-        )
-        H = ca.vertcat(
-            ca.horzcat(0, -h[2], h[1]), ca.horzcat(h[2], 0, -h[0]), ca.horzcat(-h[1], h[0], 0)
-        )
-        G.append(ca.vertcat(ca.horzcat(I, H), ca.horzcat(H.T, m * ca.SX.eye(3))))
-    T, V, dV = [None] * n, [None] * n, [None] * n
-    for i in range(n):
-        p = chain.parents[i]
-        T[i] = exp_joint(A[i], q[i])
-        X = Ad(inverse(T[i]))
-        Vp = ca.SX.zeros(6) if p < 0 else V[p]
-        dVp = ca.vertcat(ca.SX.zeros(3), -ca.DM(chain.gravity)) if p < 0 else dV[p]
-        V[i] = X @ Vp + A[i] * dq[i]
-        dV[i] = X @ dVp + A[i] * ddq[i] + ad(V[i]) @ A[i] * dq[i]
-    F = [G[i] @ dV[i] - ad(V[i]).T @ G[i] @ V[i] for i in range(n)]
-    tau = [None] * n
-    for i in reversed(range(n)):
-        tau[i] = A[i].T @ F[i]
-        p = chain.parents[i]
-        if p >= 0:
-            F[p] = F[p] + Ad(inverse(T[i])).T @ F[i]
-    return ca.vertcat(*tau)
-
-
-def _row_function(chain: wb.Chain, model: TorqueModel, select, speed, eta_directions=None):
-    """SX Function (q, dq, ddq) -> W (n, c): [d tau/d eta U,] the model's columns ``select``."""
-    n = chain.n
-    q, dq, ddq = (ca.SX.sym(s, n) for s in ("q", "dq", "ddq"))
-    eta = ca.SX.sym("eta", 6 * n)
-    phi = ca.SX.sym("phi", 10 * n)
-    tau = _torques(chain, eta, phi, q, dq, ddq)
-    Y = ca.substitute(ca.jacobian(tau, phi), eta, ca.DM.zeros(6 * n))
-    L = inertia.motion_matrix(chain.joint_frames)
-    grouped = model.order[select]
-    columns = []
-    drive_names = model.drives.names
-    for g in grouped:
-        if g < 10 * n:
-            link, p = divmod(int(g), 10)
-            unit = np.zeros(10 * n)
-            unit[10 * link : 10 * link + 10] = L[link] @ np.eye(10)[_TO_STANDARD[p]]
-            columns.append(Y @ ca.DM(unit))
-        else:
-            kind, joint = re.fullmatch(r"([A-Za-z]+)(\d+)", drive_names[int(g) - 10 * n]).groups()
-            j = int(joint) - 1
-            value = {"fv": dq[j], "fs": ca.tanh(3 * dq[j] / speed), "Ia": ddq[j], "off": 1.0}
-            column = ca.SX.zeros(n)
-            column[j] = value[kind]
-            columns.append(column)
-    blocks = []
-    if eta_directions is not None:
-        phi0 = np.concatenate([chain.phi[i] for i in range(n)])
-        J = ca.substitute(
-            ca.jacobian(tau, eta), ca.vertcat(eta, phi), ca.DM(np.r_[np.zeros(6 * n), phi0])
-        )
-        blocks.append(J @ ca.DM(eta_directions[: 6 * n]))
-    blocks.append(ca.horzcat(*columns))
-    return ca.Function("rows", [q, dq, ddq], [ca.horzcat(*blocks)])
-
-
-def _cholesky_logdet(F):
-    p = F.shape[0]
-    L = [[None] * p for _ in range(p)]
-    total = 0
-    for j in range(p):
-        s = F[j, j] - sum(L[j][k] ** 2 for k in range(j))
-        L[j][j] = ca.sqrt(s)
-        total = total + ca.log(s)
-        for i in range(j + 1, p):
-            L[i][j] = (F[i, j] - sum(L[i][k] * L[j][k] for k in range(j))) / L[j][j]
-    return total
-
-
-def criterion_functions(information, space: FourierSpace, points: int, twist: bool = False):
-    """CasADi Functions theta -> (-log det F, gradient) built in SX (module docstring)."""
-    chain = information.chain
-    if twist:
-        model, select = information.linear.model, information.linear.select
-        rows = _row_function(chain, model, select, 0.05, information.directions)
-    else:
-        model, select = information.model, information.base.independent
-        rows = _row_function(chain, model, select, 0.05)
-    speed = model.drives.min_speed
-    assert speed is None or np.allclose(speed, 0.05)
-    n, m = space.n, space.per_joint
-    theta = ca.SX.sym("theta", n * m)
-    z = ca.reshape(theta, m, n).T  # (n, m), joint-major like theta.reshape(n, m)
-    (Bq, Bv, Ba), offset = space.reduced_basis(space.collocation_times(points))
-    sigma = information.sigma
-    F = 0
-    for k in range(points):
-        q = ca.DM(offset[0][k]) + z @ ca.DM(Bq[k])
-        dq = ca.DM(offset[1][k]) + z @ ca.DM(Bv[k])
-        ddq = ca.DM(offset[2][k]) + z @ ca.DM(Ba[k])
-        X = ca.diag(ca.DM(1 / sigma)) @ rows(q, dq, ddq)
-        F = F + X.T @ X
-    J = -_cholesky_logdet(F)
-    return ca.Function("logdet", [theta], [J, ca.gradient(J, theta)])
+from workbench.testing.excitation_reference import (
+    analytic_gradient,
+    central_gradient,
+    criterion_functions,
+)
 
 
 @pytest.fixture(scope="module")
 def iiwa():
     return wb.models.load("iiwa")
-
-
-def _analytic(information, space, points, theta, criterion="logdet"):
-    problem = _Problem(information, space, None, criterion, points)
-    return problem.objective(theta), problem.objective_gradient(theta)
-
-
-def _central(information, space, points, theta, criterion="logdet", step=1e-6, components=None):
-    """Central differences of the criterion along ``components`` of theta (default all)."""
-    problem = _Problem(information, space, None, criterion, points)
-    g = np.full_like(theta, np.nan)
-    for i in range(theta.size) if components is None else components:
-        e = np.zeros_like(theta)
-        e[i] = step
-        g[i] = (problem.objective(theta + e) - problem.objective(theta - e)) / (2 * step)
-    return g
 
 
 def _theta(space, seed=0):
@@ -174,7 +43,7 @@ def test_dynamic_logdet_gradient_matches_casadi_ad(iiwa, terms):
     space = FourierSpace(iiwa.n, 10.0, 5)
     points = 12
     theta = _theta(space)
-    value, grad = _analytic(information, space, points, theta)
+    value, grad = analytic_gradient(information, space, points, theta)
     reference = criterion_functions(information, space, points)
     J, g = (np.asarray(v).ravel() for v in reference(theta))
     assert abs(value - J[0]) <= 1e-9 * abs(J[0])
@@ -189,8 +58,8 @@ def test_dynamic_gradients_match_central_differences(iiwa):
     theta = _theta(space, 1)
     some = np.random.default_rng(3).choice(space.size, 16, replace=False)
     for criterion in ("logdet", "condition"):
-        _, grad = _analytic(information, space, points, theta, criterion)
-        fd = _central(information, space, points, theta, criterion, components=some)
+        _, grad = analytic_gradient(information, space, points, theta, criterion)
+        fd = central_gradient(information, space, points, theta, criterion, components=some)
         error = np.max(np.abs(grad[some] - fd[some]))
         assert error <= 1e-6 * np.max(np.abs(grad)), criterion
 
@@ -203,11 +72,11 @@ def test_twist_logdet_gradient_matches_casadi_ad_and_central_differences():
     space = FourierSpace(chain.n, 4.0, 4)
     points = 16
     theta = _theta(space, 2)
-    value, grad = _analytic(information, space, points, theta)
+    value, grad = analytic_gradient(information, space, points, theta)
     J, g = (
         np.asarray(v).ravel() for v in criterion_functions(information, space, points, True)(theta)
     )
     assert abs(value - J[0]) <= 1e-9 * abs(J[0])
     assert np.max(np.abs(grad - g)) <= 1e-9 * np.max(np.abs(g))
-    fd = _central(information, space, points, theta)
+    fd = central_gradient(information, space, points, theta)
     assert np.max(np.abs(grad - fd)) <= 1e-6 * np.max(np.abs(fd))

@@ -15,7 +15,6 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from tests.ocp_reference import sx_functions
 from workbench import inertia
 from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import motor_torques, torque_regressor
@@ -29,6 +28,7 @@ from workbench.fivebar_design import FiveBarDesign
 from workbench.ocp.design import DesignSpace, DesignVariable
 from workbench.ocp.model_functions import model_callbacks
 from workbench.resources import shipped
+from workbench.testing.ocp_reference import sx_functions
 
 KNOTS = 6
 MODELS = ["fivebar", "planar_fivebar"]

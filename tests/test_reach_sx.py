@@ -17,13 +17,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tests.ocp_reference import sx_functions
 from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import forward_dynamics, simulate
 from workbench.closed_chains.kinematics import Closures, independent_rows, task
 from workbench.ocp import reach
 from workbench.ocp.problem import ReachProblem
 from workbench.resources import shipped
+from workbench.testing.ocp_reference import sx_functions
 
 # Open-loop simulation of the knot torques, interpolated linearly, vs the plan: the
 # plan's torque between knots is not linear, so the simulated motion drifts by O(h^2).

@@ -11,7 +11,6 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from tests.casadi_reference import inverse_dynamics_function
 from workbench.dynamics.matrices import (
     coriolis_matrix,
     gravity_torques,
@@ -24,6 +23,7 @@ from workbench.dynamics.time_derivatives import (
     time_derivatives,
 )
 from workbench.pinocchio_conversion import shared_model
+from workbench.testing.casadi_reference import inverse_dynamics_function
 
 ROBOTS = ("iiwa", "planar_2r", "talos_upper_body")
 H = 1e-4  # central-difference step in time

@@ -8,9 +8,7 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from tests.casadi_reference import inverse_dynamics_function
 from tests.conftest import random_state
-from tests.pinocchio_reference import rnea, tool_fext
 from workbench.dynamics.derivatives import (
     forward_dynamics_derivatives,
     rnea_derivatives,
@@ -18,6 +16,8 @@ from workbench.dynamics.derivatives import (
     twist_derivatives,
 )
 from workbench.eta import identifiable_eta_basis, twist_null_directions
+from workbench.testing.casadi_reference import inverse_dynamics_function
+from workbench.testing.pinocchio_reference import rnea, tool_fext
 
 ARMS_AND_TREE = ("iiwa", "ur5", "panda_arm", "talos_upper_body")
 

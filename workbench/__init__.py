@@ -2,7 +2,7 @@
 
 Pinocchio provides the baseline kinematics and dynamics, CasADi hosts the
 optimisation layer, and this package adds the derivatives no library has:
-joint torques with respect to joint twists (seed 000, Algorithm 1), motor
+joint torques with respect to joint twists ([Kwon], Algorithm 1), motor
 torques of closed chains with their derivatives, mesh inertia with vertex
 derivatives and the moved-inertia derivative.
 

@@ -1,7 +1,7 @@
-"""Kinematic trees in product-of-exponentials form (seed 000 §1).
+"""Kinematic trees in product-of-exponentials form ([Kwon] §1).
 
 A :class:`Chain` stores a fixed-base tree of 1-DoF revolute or prismatic
-joints in the *zero-reference normal form* of seed 000: every link frame
+joints in the *zero-reference normal form* of [Kwon]: every link frame
 coincides with the base frame at q = 0 (all M_i = I), so that the pose of
 link i is ``T_i(q) = T_parent(q) exp([A_i] q_i)`` with the joint twist
 ``A_i = (omega, v)`` and the spatial inertia ``G_i`` both expressed in the
@@ -16,7 +16,7 @@ joint types. Chains come from URDF files (:func:`workbench.urdf.load_urdf`),
 Pinocchio models (:func:`workbench.pinocchio_conversion.from_pinocchio`) or
 names (:func:`workbench.models.load`).
 
-Joint twists are changed with ``eta`` (seed 000 eq. 6, DESIGN.md
+Joint twists are changed with ``eta`` ([Kwon] eq. 6, docs/conventions.md
 "Conventions"): ``eta`` has 6(n+1) entries, one (omega, v) block per joint
 in joint order and one for the tool frame, all acting in the base frame at
 q = 0: ``A_i <- Ad_{exp([eta_i])} A_i`` (the joint frame moves to
@@ -176,7 +176,7 @@ class Chain:
     def with_eta(self, eta: ArrayLike) -> Chain:
         """The chain with twists ``Ad_{exp([eta_i])} A_i`` and tool ``exp([eta_tool]) M_tool``.
 
-        Seed 000 eq. 6. ``eta`` has 6(n+1) entries (see module docstring);
+        [Kwon] eq. 6. ``eta`` has 6(n+1) entries (see module docstring);
         inertias and attached frames stay where they are at q = 0.
         """
         eta = np.asarray(eta, dtype=float)

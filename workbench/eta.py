@@ -23,7 +23,7 @@ from workbench.lie import Array
 def twist_null_directions(chain: Chain) -> list[Array]:
     """Per joint, an orthonormal basis (6, k) of the eta directions with ``ad_{A_i} eta = 0``.
 
-    They leave the joint twist unchanged (seed 000 eq. 8: dA = -ad_A d eta):
+    They leave the joint twist unchanged ([Kwon] eq. 8: dA = -ad_A d eta):
     k = 2 for a revolute joint (the twist itself and a translation along the
     axis), k = 4 for a prismatic one (rotations about the axis direction and
     all translations).

@@ -1,4 +1,4 @@
-"""Geometry of the spherical five-bar (seed 000 §3, Figure 1) from design parameters.
+"""Geometry of the spherical five-bar ([Kwon] §3, Figure 1) from design parameters.
 
 All five joint axes meet at the origin O. Joints 1 and 4 are the base
 motors, joints 2, 3 and 5 are passive; link 3 carries the end effector and
@@ -187,7 +187,7 @@ class FiveBarDesign:
         """The spanning tree as a Chain; link inertias from the parts unless ``link_phi`` (5, 10).
 
         ``link_phi`` gives each tree link's parameters in the base frame at
-        home (DESIGN.md phi order), e.g. after a design change.
+        home (docs/conventions.md phi order), e.g. after a design change.
         """
         if link_phi is None:
             link_phi = self.link_phi()

@@ -1,12 +1,12 @@
-"""Inertial parameters phi, spatial inertias and their motion (seed 000 §5).
+"""Inertial parameters phi, spatial inertias and their motion ([Kwon] §5).
 
-Conventions (DESIGN.md):
+Conventions (docs/conventions.md):
 
 * ``phi = [m, h_x, h_y, h_z, I_xx, I_yy, I_zz, I_xy, I_xz, I_yz]`` with
   ``h = m c`` the first moment and ``I`` the rotational inertia about the
   frame origin as a tensor (``I_xy = -integral x y dm`` is the matrix entry).
 * The spatial inertia in (omega, v) order is
-  ``G = [[I, [h]], [[h]^T, m 1]]`` (seed 000 eq. 31), so that the kinetic
+  ``G = [[I, [h]], [[h]^T, m 1]]`` ([Kwon] eq. 31), so that the kinetic
   energy is ``V^T G V / 2``.
 * Pinocchio's ``toDynamicParameters`` orders the same numbers as
   ``[m, h_x, h_y, h_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]``; the one
@@ -51,7 +51,7 @@ def rotational_inertia(phi: ArrayLike) -> Array:
 
 
 def matrix_from_phi(phi: ArrayLike) -> Array:
-    """Spatial inertia G (6x6, (omega, v) order) of phi; seed 000 eq. 31."""
+    """Spatial inertia G (6x6, (omega, v) order) of phi; [Kwon] eq. 31."""
     phi = np.asarray(phi, dtype=float)
     G = np.zeros((*phi.shape[:-1], 6, 6))
     G[..., :3, :3] = rotational_inertia(phi)
@@ -74,7 +74,7 @@ def phi_from_matrix(G: ArrayLike) -> Array:
 
 
 def moved_phi(phi: ArrayLike, T: ArrayLike) -> Array:
-    """phi of the body moved by T: ``G = Ad_T^{-T} G_bar Ad_T^{-1}`` (seed 000 eq. 29).
+    """phi of the body moved by T: ``G = Ad_T^{-T} G_bar Ad_T^{-1}`` ([Kwon] eq. 29).
 
     ``phi`` is given in a frame that the rigid motion ``T`` (4x4) carries
     along; the result is expressed in the original frame.
@@ -87,7 +87,7 @@ def moved_phi(phi: ArrayLike, T: ArrayLike) -> Array:
 def dphi_deta(phi: ArrayLike) -> Array:
     """d phi / d eta (10x6) of a moved inertia under ``T <- exp([eta]) T`` at eta = 0.
 
-    Seed 000 eq. 30-34: ``dG = -ad_eta^T G - G ad_eta``, i.e. with
+    [Kwon] eq. 30-34: ``dG = -ad_eta^T G - G ad_eta``, i.e. with
     ``eta = (w, v)``: ``dm = 0``, ``dh = w x h + m v`` and
     ``dI = [w] I - I [w] - [v][h] - [h][v]``. The printed eq. 33 reads
     ``-[h] w``, which is the same vector; the tables that follow eq. 34

@@ -1,13 +1,13 @@
 """Batched SE(3) / se(3) in (omega, v) order.
 
-Conventions (seeds 000 and 004):
+Conventions ([Kwon], [MR]):
 
 * A twist is ``V = (omega, v)`` and a wrench ``F = (m, f)``; both are arrays
   whose last axis has length 6. Every function accepts any leading batch
   shape ``(..., 6)`` (or ``(..., 4, 4)`` for transforms) and keeps it.
 * ``hat(V)`` is the 4x4 matrix ``[[hat3(omega), v], [0, 0]]``.
 * ``Ad(T) = [[R, 0], [[p] R, R]]``, ``ad(V) = [[[omega], 0], [[v], [omega]]]``.
-* ``ad_star(F)`` is seed 000 eq. 10, ``[[[m], [f]], [[f], 0]]``, so that
+* ``ad_star(F)`` is [Kwon] eq. 10, ``[[[m], [f]], [[f], 0]]``, so that
   ``ad(A).T @ F == ad_star(F) @ A``.
 
 Pinocchio orders motions and forces linear part first, ``(v, omega)``; the
@@ -243,7 +243,7 @@ def ad(V: ArrayLike) -> Array:
 
 
 def ad_star(F: ArrayLike) -> Array:
-    """Seed 000 eq. 10: [[[m], [f]], [[f], 0]] for a wrench F = (m, f).
+    """[Kwon] eq. 10: [[[m], [f]], [[f], 0]] for a wrench F = (m, f).
 
     It swaps the roles in the dual adjoint: ``ad(A).T @ F == ad_star(F) @ A``.
     """

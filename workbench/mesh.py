@@ -1,4 +1,4 @@
-"""Inertial parameters of closed triangle meshes and their vertex derivatives (seed 000 §4).
+"""Inertial parameters of closed triangle meshes and their vertex derivatives ([Kwon] §4).
 
 A closed, outward-oriented mesh of uniform density mu is split into the
 tetrahedra (O, v1, v2, v3) spanned by the origin and each face F; with
@@ -14,7 +14,7 @@ tetrahedra (O, v1, v2, v3) spanned by the origin and each face F; with
 
 and the rotational inertia about the origin is ``I = tr(Q) 1 - Q`` (eq. 22
 and 25: ``I_xx = Q_yy + Q_zz``, ``I_xy = -Q_xy``). phi is
-``[m, h_x, h_y, h_z, I_xx, I_yy, I_zz, I_xy, I_xz, I_yz]`` (DESIGN.md order,
+``[m, h_x, h_y, h_z, I_xx, I_yy, I_zz, I_xy, I_xz, I_yz]`` (docs/conventions.md order,
 tensor entries, about the mesh frame origin).
 
 Every per-face quantity is ``det(F) p(F)`` with p a polynomial, so its

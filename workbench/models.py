@@ -4,7 +4,7 @@
 returns the Pinocchio model it was built from. Names:
 
 * shipped under ``models/``: ``iiwa`` (KUKA LBR iiwa 14 R820, identified
-  inertial parameters of seed 003), ``planar_2r`` (the 2R of seed 003 §6.1),
+  inertial parameters of [Mueller]), ``planar_2r`` (the 2R of [Mueller] §6.1),
   ``staubli_tx40`` and ``ur10e`` (real robots with recordings to calibrate
   from, see their README files);
 * from the ``example-robot-data`` wheel (found under its installed prefix,

@@ -6,7 +6,7 @@ range and scaled to stay within 80 % of it (ranges wider than 2 pi are
 clipped to [-pi, pi]) and below 90 % of the joint's velocity limit; dq and
 ddq are its exact derivatives.
 
-The ground truth is the nominal chain moved by ``eta_true`` (seed 000 eq. 6)
+The ground truth is the nominal chain moved by ``eta_true`` ([Kwon] eq. 6)
 drawn in ``identifiable_eta_basis`` with standard deviation ``perturb`` (rad
 and m) for the kinematic and twist kinds; for the dynamic kind the link
 inertias are moved by a small rigid motion and scaled by ``1 + perturb``

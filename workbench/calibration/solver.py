@@ -2,7 +2,7 @@
 
 The calibrations linearise a model ``x`` (a Chain and friction, ...) at
 ``delta = 0``: ``r(x + delta) ~ r(x) + J delta``, where ``x + delta`` is
-the model's own update (``retract``, e.g. ``Chain.with_eta``, seed 000
+the model's own update (``retract``, e.g. ``Chain.with_eta``, [Kwon]
 eq. 6, relinearised at every iteration). Only directions the data see are
 moved: ``subspace(x, J)`` returns a matrix S (p, k) and the step is
 ``delta = S z``. The subspace is fixed in dimension k at the nominal model

@@ -1,4 +1,4 @@
-"""Joint-twist calibration from torque logs (seed 000 §2, Algorithm 1).
+"""Joint-twist calibration from torque logs ([Kwon] §2, Algorithm 1).
 
 Residual ``r = tau(q, dq, ddq; chain) + C(dq, ddq) x - tau_meas`` with the
 drive terms ``C x`` (:mod:`workbench.calibration.drives`; viscous and

@@ -3,7 +3,7 @@
 A closure between frames A (on link a) and B (on link b) depends on the
 relative pose ``X = T_B^{-1} T_A``. The joints both links share cancel, and
 what remains is one serial product over the loop (Kwon's normal form with
-eta, docs: seed 000 eq. 6):
+eta, [Kwon] eq. 6):
 
     X = M_B(eta)^{-1} [prod_{j in b's branch, leaf first} E_j(eta)^{-1}]
                       [prod_{j in a's branch, root first} E_j(eta)] M_A(eta),

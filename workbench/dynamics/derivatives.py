@@ -1,8 +1,8 @@
-"""Derivatives of joint torques with respect to joint twists and state (seed 000 §2).
+"""Derivatives of joint torques with respect to joint twists and state ([Kwon] §2).
 
 ``twist_derivatives(chain, q, dq, ddq, f_tool)`` returns, for every sample,
 ``d tau / d lambda`` with ``lambda = [eta, q, dq, ddq]`` (6(n+1) + 3n
-columns; seed 000 eq. 9): the torques of ``chain.with_eta(eta)`` (joint
+columns; [Kwon] eq. 9): the torques of ``chain.with_eta(eta)`` (joint
 twists ``A_i <- Ad_{exp(eta_i)} A_i`` in the base frame at q = 0, tool frame
 ``M_tool <- exp(eta_tool) M_tool``) differentiated at ``eta = 0``.
 
@@ -64,7 +64,7 @@ because B and h are accumulated over the subtree.)
 
 The state part equals Pinocchio's ``computeRNEADerivatives``;
 :func:`rnea_derivatives_pinocchio` offers that path too. Forward-dynamics
-partials follow seed 001 eq. 5: ``d ddq / d x = -M^{-1} d tau / d x``.
+partials follow [IDSVA] eq. 5: ``d ddq / d x = -M^{-1} d tau / d x``.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def _ad_matrix(V, X):
 
 @sk.leaf
 def _ad_star_apply(F, A, out):
-    """out = ad*_F A = (m x w_A + f x v_A, f x w_A) (seed 000 eq. 10)."""
+    """out = ad*_F A = (m x w_A + f x v_A, f x w_A) ([Kwon] eq. 10)."""
     sk.cross(F[:3], A[:3], out[:3])
     sk.add_cross(F[3:], A[3:], out[:3])
     sk.cross(F[3:], A[:3], out[3:])
@@ -350,7 +350,7 @@ def twist_derivatives(
 
 @dataclass(frozen=True)
 class ForwardDynamicsDerivatives:
-    """d ddq / d [eta, q, dq, tau] for N samples (seed 001 eq. 5), and ddq itself."""
+    """d ddq / d [eta, q, dq, tau] for N samples ([IDSVA] eq. 5), and ddq itself."""
 
     ddq: Array  # (N, n)
     dddq_deta: Array  # (N, n, 6(n+1))
@@ -393,7 +393,7 @@ def forward_dynamics_derivatives(
 ) -> ForwardDynamicsDerivatives:
     """Forward dynamics ddq = M^{-1} (tau - b) and its partials ``-M^{-1} d tau / d x``.
 
-    Seed 001 eq. 5: at the forward-dynamics solution, the partials of ddq
+    [IDSVA] eq. 5: at the forward-dynamics solution, the partials of ddq
     with respect to eta, q and dq are ``-M^{-1}`` times those of inverse
     dynamics, and ``d ddq / d tau = M^{-1}``. M^{-1} is applied by batched
     LAPACK solves (LU), never formed and multiplied. Outputs carry the

@@ -1,4 +1,4 @@
-"""Batched inverse dynamics of a Chain (seed 000 eq. 1-5).
+"""Batched inverse dynamics of a Chain ([Kwon] eq. 1-5).
 
 ``inverse_dynamics`` evaluates the recursive Newton-Euler algorithm for N
 samples at once in compiled code (a loop over joints inside a loop over
@@ -139,7 +139,7 @@ def inverse_dynamics(
     ddq: ArrayLike,
     f_tool: ArrayLike | None = None,
 ) -> Array:
-    """Joint torques tau = ID(q, dq, ddq) (seed 000 eq. 1-5), batched over samples.
+    """Joint torques tau = ID(q, dq, ddq) ([Kwon] eq. 1-5), batched over samples.
 
     ``q``, ``dq``, ``ddq`` are (n,) or (N, n); ``f_tool`` is (6,) or (N, 6),
     the wrench (m, f) the environment exerts on the tool, in the tool frame.

@@ -3,7 +3,7 @@
 Everything here works on one sample at a time inside numba-compiled loops
 over samples (:func:`sample_chunks` splits a batch across threads). The
 recursions are written in the *world frame* (the base frame): with the
-chain in the zero-reference normal form of seed 000 (all M_i = I, joint
+chain in the zero-reference normal form of [Kwon] (all M_i = I, joint
 twists A_i and inertias G_i given in the base frame at q = 0), link i sits
 at ``T_i = T_parent exp([A_i] q_i)`` and
 
@@ -12,7 +12,7 @@ at ``T_i = T_parent exp([A_i] q_i)`` and
 * ``a_i = a_parent + S_i ddq_i + ad_{V_i} S_i dq_i``  (``a_base = (0, -g)``),
 * ``f_i = I_i a_i - ad_{V_i}^T I_i V_i``  with ``I_i = Ad_{T_i}^{-T} G_i Ad_{T_i}^{-1}``,
 
-which is seed 000 eq. 1-5 written in the base frame instead of the body
+which is [Kwon] eq. 1-5 written in the base frame instead of the body
 frames (same torques ``tau_i = S_i^T F_i``, fewer transforms per joint).
 Twists are (omega, v), wrenches (m, f). Spatial inertias are kept as
 ``(m, h, I_o)``: mass, first moment and rotational inertia about the frame
@@ -91,7 +91,7 @@ def ad_apply(V, x, out):
 
 @leaf
 def ad_transpose_apply(V, F, out):
-    """out = ad_V^T F = (-(w x m) - v x f, -(w x f)) = ad*_F V (seed 000 eq. 10)."""
+    """out = ad_V^T F = (-(w x m) - v x f, -(w x f)) = ad*_F V ([Kwon] eq. 10)."""
     cross(F[:3], V[:3], out[:3])
     add_cross(F[3:], V[3:], out[:3])
     cross(F[3:], V[:3], out[3:])
@@ -113,7 +113,7 @@ def world_inertia(m, h0, I0, R, p, h_out, I_out):
 
     ``h = R h0 + m p`` and ``I_o = R I0 R^T + 2 (p.r) 1 - r p^T - p r^T
     + m (|p|^2 1 - p p^T)`` with ``r = R h0`` (parallel axis theorem for a
-    first moment about the old origin); this is seed 000 eq. 29.
+    first moment about the old origin); this is [Kwon] eq. 29.
     """
     r0 = R[0, 0] * h0[0] + R[0, 1] * h0[1] + R[0, 2] * h0[2]
     r1 = R[1, 0] * h0[0] + R[1, 1] * h0[1] + R[1, 2] * h0[2]

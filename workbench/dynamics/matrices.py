@@ -2,7 +2,7 @@
 
 ``tau = M(q) ddq + C(q, dq) dq + g(q)`` with Pinocchio's Coriolis matrix
 (computeCoriolisMatrix), for which ``M_dot - 2 C`` is skew-symmetric, so
-``M_dot = C + C^T`` (seed 003 §5, seed 002). Task space (seed 004 §9.6,
+``M_dot = C + C^T`` ([Mueller] §5, [Garofalo]). Task space ([MR] §9.6,
 generalised to redundant chains): with the tool-frame body Jacobian J
 (twists (omega, v) of the tool frame in its own coordinates),
 ``Lambda = (J M^-1 J^T)^-1`` and, with the dynamically consistent inverse
@@ -87,7 +87,7 @@ def _tool_jacobians(model, data, frame: int, q: Array, dq: Array) -> tuple[Array
 
 
 def task_space_dynamics(chain: Chain, q: ArrayLike, V: ArrayLike) -> tuple[Array, Array]:
-    """Lambda(q) (6, 6) and eta(q, V) (6,) of the tool frame (seed 004 eq. 9.97-9.99).
+    """Lambda(q) (6, 6) and eta(q, V) (6,) of the tool frame ([MR] eq. 9.97-9.99).
 
     ``F = Lambda V_dot + eta`` for the tool-frame body twist V = (omega, v)
     and wrench F = (m, f), both in tool-frame coordinates (see the module

@@ -1,17 +1,17 @@
-"""Time derivatives of the equations of motion (project issue 9; seeds 000 and 003).
+"""Time derivatives of the equations of motion ([Kwon], [Mueller]).
 
 ``time_derivatives(chain, q, dq, ddq, dddq, ddddq)`` returns the joint torques
 ``tau`` of inverse dynamics along a trajectory together with ``tau_dot`` and
-``tau_ddot`` (the "higher-order inverse dynamics" of seed 003), for trees and
+``tau_ddot`` (the "higher-order inverse dynamics" of [Mueller]), for trees and
 serial chains, batched over samples in compiled code (numba: a loop over
 joints inside a loop over samples, split across threads like
 :func:`workbench.dynamics.inverse_dynamics`).
 
-Method: the recursive Newton-Euler algorithm of seed 000 eq. 1-5 differentiated
+Method: the recursive Newton-Euler algorithm of [Kwon] eq. 1-5 differentiated
 in time. Every quantity x(t) of the recursion is carried as its *jet*
 ``[x, x', x'']`` (derivatives, no factorials); products follow the Leibniz
 rule ``(a b)^(k) = sum_j C(k, j) a^(j) b^(k-j)``. :func:`time_derivatives`
-runs the recursion in link coordinates (seed 000's body form, constant A_i
+runs the recursion in link coordinates ([Kwon]'s body form, constant A_i
 and G_i, link frame = base frame at q = 0):
 
 * ``v_i = X_i v_p + A_i dq_i`` with ``X_i = Ad_{exp(-[A_i] q_i)}``  (eq. 2),
@@ -31,7 +31,7 @@ The jets of the transported terms come from ``X = exp(q D)`` with
 transform and a few ``ad_A`` products, with no derivative of X itself.
 ``tau^(k)`` needs ``a^(k)`` and ``v^(k)``, hence ``q`` up to its (k+2)-th
 derivative: ``tau_ddot`` takes ``ddddq``. Twists are (omega, v), wrenches
-(m, f) (DESIGN.md "Conventions").
+(m, f) (docs/conventions.md).
 
 :func:`mass_matrix_derivatives` uses the same recursion in numpy in the base
 (world) frame, where with ``T_i = T_p exp([A_i] q_i)`` (normal form, all M_i = I):
@@ -45,7 +45,7 @@ and the composite-rigid-body form ``M_jk = S_j^T IC_k S_k`` (j an ancestor
 of k, ``IC_k`` the subtree inertia), differentiated with the Leibniz rule.
 
 :func:`flexible_joint_motor_trajectory` uses tau, tau_dot and tau_ddot for the
-inverse dynamics of flexible (series-elastic) joints, seed 003 §1.
+inverse dynamics of flexible (series-elastic) joints, [Mueller] §1.
 """
 
 from __future__ import annotations
@@ -302,8 +302,8 @@ def time_derivatives(
 ) -> tuple[Array, Array, Array]:
     """Inverse dynamics tau and its first two time derivatives along a trajectory.
 
-    Differentiates the RNEA of seed 000 eq. 1-5 twice in time (see the
-    module docstring); this is the second-order inverse dynamics of seed 003
+    Differentiates the RNEA of [Kwon] eq. 1-5 twice in time (see the
+    module docstring); this is the second-order inverse dynamics of [Mueller]
     (eq. 35 and 45 there, computed recursively instead of in closed form).
     ``q`` and its derivatives ``dq .. ddddq`` are (n,) or (N, n) (a single
     sample broadcasts against N). Returns ``(tau, tau_dot, tau_ddot)``, each
@@ -326,7 +326,7 @@ def mass_matrix_derivatives(
 
     Composite-rigid-body form in the world frame: ``M_jk = S_j^T IC_k S_k``
     for j an ancestor of k (``IC_k`` the sum of the world inertias of the
-    subtree of k, seed 004 eq. 9.61 regrouped), differentiated with the
+    subtree of k, [MR] eq. 9.61 regrouped), differentiated with the
     Leibniz rule. Inputs (n,) or (N, n); outputs (n, n) or (N, n, n).
     """
     (q, dq, ddq), batched = _check_trajectory(chain, q, dq, ddq, {})
@@ -366,7 +366,7 @@ def flexible_joint_motor_trajectory(
     dddq: ArrayLike,
     ddddq: ArrayLike,
 ) -> FlexibleJointTrajectory:
-    """Inverse dynamics of flexible joints (Spong's model; seed 003 §1 motivation).
+    """Inverse dynamics of flexible joints (Spong's model; [Mueller] §1 motivation).
 
     Link side ``M(q) ddq + c(q, dq) + g(q) = K (theta - q) = tau`` and motor
     side ``B ddtheta + K (theta - q) = u`` with diagonal joint stiffness K

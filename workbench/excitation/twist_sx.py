@@ -14,7 +14,7 @@ rounding) of inverse dynamics written in SX, in the world frame of
     tau_i = S_i^T sum_{k in subtree(i)} f_k,        a_base = (0, -g),
 
 with joint twists ``A_i(eta) = A_i + ad_{eta_i} A_i``, the first-order part of
-``Ad_{exp(eta_i)} A_i`` (seed 000 eq. 6 and 8; only derivatives at eta = 0
+``Ad_{exp(eta_i)} A_i`` ([Kwon] eq. 6 and 8; only derivatives at eta = 0
 are taken, for which the two agree; the Rodrigues formula of ``exp`` is
 exact on unit rotation axes and its derivative along ``ad_eta A``, which is
 tangent to them, is exact too).

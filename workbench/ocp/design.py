@@ -1,12 +1,12 @@
 """Design variables of the five-bar: link shape and part placement -> link inertias.
 
 Each variable p_j is a change from the nominal design (p = 0) and moves the
-tree links' inertial parameters phi (5, 10) (base frame at home, DESIGN.md
+tree links' inertial parameters phi (5, 10) (base frame at home, docs/conventions.md
 order) through a derivative the project computes:
 
 * ``arc_width`` (m): the four arcs grow wider by p; their "top" and
   "bottom" vertex groups move by +-p/2 along each arc's normal
-  (:class:`workbench.mesh.MeshShape`, mesh vertex derivatives of seed 000
+  (:class:`workbench.mesh.MeshShape`, mesh vertex derivatives of [Kwon]
   §4, eq. 15-28).
 * ``<part>_offset`` (m), part in ``payload``, ``rotor_1``, ``rotor_4``: the
   rigid part slides by p along its axis; its inertia is the moved inertia

@@ -15,8 +15,8 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from tests.casadi_reference import inverse_dynamics_function
-from tests.closed_chain_reference import closure_residual, frame_pose
+from workbench.testing.casadi_reference import inverse_dynamics_function
+from workbench.testing.closed_chain_reference import closure_residual, frame_pose
 
 
 def knot_functions(model, rows: np.ndarray) -> dict[str, ca.Function]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from tests.casadi_reference import Ad, exp_joint, exp_series, inverse_dynamics_function
+from workbench.testing.casadi_reference import Ad, exp_joint, exp_series, inverse_dynamics_function
 
 
 def _joint_exp(A, kind: str, q):
