@@ -19,7 +19,8 @@ import pytest
 
 from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import forward_dynamics, simulate
-from workbench.closed_chains.kinematics import Closures, independent_rows, task
+from workbench.closed_chains.kinematics import Closures, independent_rows
+from workbench.closed_chains.task_space import task, task_distance
 from workbench.ocp import reach
 from workbench.ocp.problem import ReachProblem
 from workbench.resources import shipped
@@ -102,9 +103,9 @@ def test_simulated_optimal_torques_track_the_plan(case):
     q, _ = simulate(model, analytic.t, analytic.tau, analytic.q[0], analytic.dq[0, a], substeps=2)
     assert np.abs(Closures(model, q).residual()).max() <= 1e-10
     simulated, planned = task(model, q[-1])[0][0], task(model, analytic.q[-1])[0][0]
-    final = reach.task_distance(model, simulated, planned)
+    final = task_distance(model, simulated, planned)
     assert final <= SIMULATION_TOLERANCE_RAD
     goal = reach.task_targets(problem, model)[1]
-    assert reach.task_distance(model, simulated, goal) <= SIMULATION_TOLERANCE_RAD
+    assert task_distance(model, simulated, goal) <= SIMULATION_TOLERANCE_RAD
     # the solver's own tracking figure (one RK4 step per interval) agrees
     assert abs(analytic.task_error - final) <= 1e-4

@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from workbench import lie
 from workbench.arrays import as_samples
 from workbench.closed_chains import loop_kernels
 from workbench.closed_chains.closures import misalignment
@@ -412,29 +411,3 @@ def check_assembly(model: ClosedChain) -> None:
             f"(mobility {model.n - rank} with {len(model.active)} actuated joints); the motors "
             "must determine the passive joints"
         )
-
-
-def task(model: ClosedChain, q: ArrayLike) -> tuple[Array, Array]:
-    """The tool's task vector (N, 3) and its partials in the tree joints (N, 3, n).
-
-    ``model.task == "position"``: the tool frame's origin p, ``dp/dq_j =
-    omega_j x p + v_j``; ``"pointing"``: its z axis z, ``dz/dq_j = omega_j
-    x z``; with ``(omega_j, v_j)`` the spatial (base-frame) twist of joint j
-    at q, zero for joints off the tool's path.
-    """
-    q, _ = _configurations(model, q)
-    chain = model.tree
-    N = len(q)
-    P = np.broadcast_to(np.eye(4), (N, 4, 4))
-    twists = np.zeros((N, model.n, 6))
-    for j in np.flatnonzero(chain.ancestors[:, chain.tool_parent]):
-        twists[:, j] = lie.Ad(P) @ chain.twists[j]
-        P = P @ lie.exp_se3(chain.twists[j] * q[:, j, None])
-    T = P @ chain.tool_frame
-    if model.task == "position":
-        x = T[:, :3, 3]
-        dx = np.cross(twists[:, :, :3], x[:, None]) + twists[:, :, 3:]
-    else:
-        x = T[:, :3, 2]
-        dx = np.cross(twists[:, :, :3], x[:, None])
-    return x, np.swapaxes(dx, 1, 2)

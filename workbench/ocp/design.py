@@ -25,6 +25,7 @@ masses) enters the optimisation as the mass budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -78,10 +79,11 @@ class DesignSpace:
         self._nominal = np.array([self._part_phi(part) for part in self._parts])
 
     @classmethod
-    def from_section(cls, section: Section, model: str) -> DesignSpace:
-        """From a problem file's ``[design]`` table: ``mass_budget`` (kg) and
-        ``[design.variables]`` mapping names to [lower, upper] bounds (m), on the
-        shipped spherical five-bar's design (``models/fivebar/design.toml``)."""
+    def from_section(cls, section: Section, model: str, base: Path) -> DesignSpace:
+        """From a problem file's ``[design]`` table: ``file`` (the design file, relative
+        to the problem file; default the shipped ``models/fivebar/design.toml``),
+        ``mass_budget`` (kg) and ``[design.variables]`` mapping names to
+        [lower, upper] bounds (m)."""
         from workbench.resources import shipped
 
         if model != "fivebar":
@@ -89,6 +91,8 @@ class DesignSpace:
                 f"{section.where('variables')}: co-design works on the spherical five-bar "
                 f"(model = \"fivebar\"), not on '{model}'"
             )
+        file = section.string("file", None)
+        path = shipped("models") / "fivebar" / "design.toml" if file is None else base / file
         budget = section.number("mass_budget", np.inf, positive=True)
         table = section.section("variables")
         variables = []
@@ -97,7 +101,7 @@ class DesignSpace:
             variables.append(DesignVariable(name, float(bounds[0]), float(bounds[1])))
         table.done()
         section.done()
-        design = FiveBarDesign.from_toml(shipped("models") / "fivebar" / "design.toml")
+        design = FiveBarDesign.from_toml(path)
         try:
             return cls(design, variables, budget)
         except WorkbenchError as exc:
@@ -166,3 +170,28 @@ class DesignSpace:
     def moving_mass(self, p: ArrayLike) -> float:
         """Total mass (kg) of the moving links at design p."""
         return float(self.link_phi(p)[0][:, 0].sum())
+
+    def summary(self, p: Array) -> dict:
+        """Designed quantities before (nominal) and after, their bounds and the moving mass."""
+        lower, upper = self.bounds()
+        nominal = self.nominal_values()
+        phi = self.link_phi(p)[0]
+        variables = {
+            name: {
+                "before": float(v),
+                "after": float(v + value),
+                "lower": float(v + lo),
+                "upper": float(v + up),
+            }
+            for name, v, value, lo, up in zip(self.names, nominal, p, lower, upper, strict=True)
+        }
+        return {
+            "variables": variables,
+            "unit": "m (arc_width: the arcs' width; <part>_offset: its distance from the centre)",
+            "moving_mass_kg": {
+                "before": self.moving_mass(np.zeros(self.size)),
+                "after": float(phi[:, 0].sum()),
+            },
+            "mass_budget_kg": self.mass_budget,
+            "link_phi": phi.tolist(),
+        }

@@ -22,8 +22,9 @@ import numpy as np
 
 from workbench.closed_chains.derivatives import torque_derivatives
 from workbench.closed_chains.dynamics import motor_torques, torque_regressor
-from workbench.closed_chains.kinematics import Closures, joint_directions, task
+from workbench.closed_chains.kinematics import Closures, joint_directions
 from workbench.closed_chains.model import ClosedChain
+from workbench.closed_chains.task_space import task
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.bridge import BatchedCallback

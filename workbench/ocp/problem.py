@@ -17,6 +17,7 @@ and the task; every key but ``start`` and ``goal`` has a default::
     tolerance = 1e-9
     max_iterations = 1000
     [design]                   # optional co-design (the spherical five-bar only)
+    file = "../models/fivebar/design.toml"   # the design file (default the shipped one)
     mass_budget = 0.75
     [design.variables]
     arc_width = [-0.008, 0.010]
@@ -99,7 +100,7 @@ class ReachProblem:
         if "design" in top:
             from workbench.ocp.design import DesignSpace
 
-            design = DesignSpace.from_section(top.section("design"), model)
+            design = DesignSpace.from_section(top.section("design"), model, base)
         for section in (task, transcription, solver, top):
             section.done()
         return cls(

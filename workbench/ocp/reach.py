@@ -37,83 +37,30 @@ from collections.abc import Callable
 import casadi as ca
 import numpy as np
 
-from workbench import lie
 from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import simulate
 from workbench.closed_chains.kinematics import (
-    Closures,
-    PassiveSolver,
     accelerations,
     independent_rows,
     solve_passive,
-    task,
     velocities,
 )
 from workbench.closed_chains.model import ClosedChain
+from workbench.closed_chains.task_space import (
+    reach_configuration,
+    reduced_task_jacobian,
+    task,
+    task_distance,
+)
 from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.model_functions import model_callbacks
+from workbench.ocp.nlp import Constraints, ipopt_options, status, violation
 from workbench.ocp.problem import ReachProblem, ReachResult
-
-SOLVED = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-INFEASIBLE = ("Infeasible_Problem_Detected", "Restoration_Failed", "Error_In_Step_Computation")
 
 
 # ------------------------------------------------------------ configurations
-def reduced_task_jacobian(model: ClosedChain, q: Array) -> Array:
-    """d task / d q_a (N, 3, a) along the closed chain."""
-    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
-    return task(model, q)[1] @ S
-
-
-def reach_configuration(model: ClosedChain, target: Array, guess: Array | None = None) -> Array:
-    """A closed configuration (n,) whose task vector is ``target``.
-
-    Gauss-Newton on the motor values (least-squares steps along the closed
-    chain's task Jacobian) from ``guess`` (default home), then from a grid
-    of motor values inside the joint limits. Raises WorkbenchError when none
-    reaches the target to 1e-9: it is outside the workspace or reachable
-    only through a singularity.
-    """
-    lower, upper = model.tree.lower[model.active], model.tree.upper[model.active]
-    span = np.where(np.isfinite(upper - lower), upper - lower, 2 * np.pi)
-    middle = np.where(np.isfinite(upper + lower), (upper + lower) / 2, 0.0)
-    steps = 5 if len(model.active) <= 2 else 3
-    axes = [m + 0.8 * s * np.linspace(-0.5, 0.5, steps) for m, s in zip(middle, span, strict=True)]
-    grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, len(model.active))
-    first = model.home if guess is None else np.asarray(guess, dtype=float)
-    for start in (first, *grid):
-        q = _gauss_newton(model, target, start)
-        if q is not None:
-            return q
-    what = "direction" if model.task == "pointing" else "position"
-    raise WorkbenchError(
-        f"the target {what} {np.round(target, 4).tolist()} is outside the workspace of "
-        f"{model.name} (no closed configuration reaches it from {1 + len(grid)} starts)"
-    )
-
-
-def _gauss_newton(model: ClosedChain, target: Array, start: Array) -> Array | None:
-    try:
-        q = start if start.shape == (model.n,) else solve_passive(model, start)
-        q = solve_passive(model, q[model.active], guess=q)
-        for _ in range(60):
-            error = target - task(model, q)[0][0]
-            if np.linalg.norm(error) < 1e-13:
-                break
-            J = reduced_task_jacobian(model, q[None])[0]
-            step = np.linalg.lstsq(J, error, rcond=None)[0]
-            step /= max(1.0, np.abs(step).max() / 0.2)
-            q = solve_passive(model, q[model.active] + step, guess=q)
-    except WorkbenchError:  # singular or outside the workspace on the way
-        return None
-    lower, upper = model.tree.lower, model.tree.upper
-    inside = np.all((q >= lower - 1e-9) & (q <= upper + 1e-9))
-    reached = np.linalg.norm(target - task(model, q)[0][0]) <= 1e-9
-    return q if inside and reached else None
-
-
 def initial_guess(model: ClosedChain, q0: Array, q1: Array, t: Array) -> Array:
     """Knot variables (K, 3 n): minimum-jerk motion of the motors, passive joints following."""
     s = t / t[-1]
@@ -155,41 +102,28 @@ def transcribe(
     duration = ca.MX.sym("T") if problem.minimum_time else problem.duration
     h = duration / (K - 1)
     q, dq, ddq = X[:n, :], X[n : 2 * n, :], X[2 * n :, :]
-    g, lbg, ubg = [], [], []
-
-    def equal(expr, value=0.0):
-        g.append(ca.vec(expr))
-        size = g[-1].numel()
-        lbg.append(np.broadcast_to(value, size).ravel())
-        ubg.append(np.broadcast_to(value, size).ravel())
-
+    c = Constraints()
     qa, dqa, ddqa = q[active, :], dq[active, :], ddq[active, :]
-    equal(qa[:, 1:] - qa[:, :-1] - h * dqa[:, :-1] - h**2 / 6 * (2 * ddqa[:, :-1] + ddqa[:, 1:]))
-    equal(dqa[:, 1:] - dqa[:, :-1] - h / 2 * (ddqa[:, :-1] + ddqa[:, 1:]))
-    equal(functions["closure"](ca.vec(X)))
-    equal(qa[:, 0], q_start[active])
-    equal(dqa[:, 0])
-    equal(dqa[:, -1])
+    c.equal(qa[:, 1:] - qa[:, :-1] - h * dqa[:, :-1] - h**2 / 6 * (2 * ddqa[:, :-1] + ddqa[:, 1:]))
+    c.equal(dqa[:, 1:] - dqa[:, :-1] - h / 2 * (ddqa[:, :-1] + ddqa[:, 1:]))
+    c.equal(functions["closure"](ca.vec(X)))
+    c.equal(qa[:, 0], q_start[active])
+    c.equal(dqa[:, 0])
+    c.equal(dqa[:, -1])
     final = functions["task"](q[:, -1])
-    equal(goal_basis @ (final - goal))
+    c.equal(goal_basis @ (final - goal))
     if model.task == "pointing":
-        g.append(ca.dot(goal, final))  # not the opposite direction
-        lbg.append([0.0])
-        ubg.append([np.inf])
+        c.within(ca.dot(goal, final), 0.0, np.inf)  # not the opposite direction
     design = problem.design
     if design is not None:
         p = ca.MX.sym("p", design.size)
         phi = functions["design"](p)
-        g.append(ca.sum1(phi[::10]))
-        lbg.append([0.0])
-        ubg.append([design.mass_budget])
+        c.within(ca.sum1(phi[::10]), 0.0, design.mass_budget)
         tau = functions["torque"](ca.vec(X), phi)
     else:
         tau = functions["torque"](ca.vec(X))
     limit = np.tile(model.tree.effort_limit[active], K)
-    g.append(tau)
-    lbg.append(-limit)
-    ubg.append(limit)
+    c.within(tau, -limit, limit)
     weights = np.full(K, 1.0)
     weights[[0, -1]] = 0.5
     effort = h * ca.dot(np.repeat(weights, len(active)), tau**2)
@@ -204,12 +138,13 @@ def transcribe(
         x = ca.vertcat(x, p)
         lower_p, upper_p = design.bounds()
         lbx, ubx = np.append(lbx, lower_p), np.append(ubx, upper_p)
+    g, lbg, ubg = c.stacked()
     return {
-        "nlp": {"x": x, "f": objective, "g": ca.vertcat(*g)},
+        "nlp": {"x": x, "f": objective, "g": g},
         "lbx": lbx,
         "ubx": ubx,
-        "lbg": np.concatenate(lbg),
-        "ubg": np.concatenate(ubg),
+        "lbg": lbg,
+        "ubg": ubg,
         "tau": ca.Function("tau", [x], [tau]),
     }
 
@@ -278,17 +213,9 @@ def solve(
         x0 = np.append(x0, problem.duration)
     if design is not None:
         x0 = np.append(x0, np.zeros(design.size))
-    options = {
-        "ipopt.hessian_approximation": "exact",
-        "ipopt.tol": problem.tolerance,
-        "ipopt.constr_viol_tol": 1e-10,
-        "ipopt.max_iter": problem.max_iterations,
-        "ipopt.print_level": 5 if progress else 0,
-        "ipopt.sb": "yes",
-        "print_time": False,
-    }
-    if problem.warm_start is not None:  # start near the previous solution's barrier level
-        options.update({"ipopt.mu_init": 1e-6, "ipopt.bound_push": 1e-9, "ipopt.bound_frac": 1e-9})
+    options = ipopt_options(
+        problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None
+    )
     solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
     warm_up()
     if design is not None:  # compile or load the mesh kernels before timing
@@ -302,13 +229,10 @@ def solve(
     x = np.asarray(sol["x"]).ravel()
     duration = float(x[3 * model.n * K]) if problem.minimum_time else problem.duration
     X = x[: 3 * model.n * K].reshape(K, 3 * model.n)
-    g = np.asarray(sol["g"]).ravel()
-    violation = float(max(np.max(nlp["lbg"] - g, initial=0.0), np.max(g - nlp["ubg"], initial=0.0)))
     text = stats["return_status"]
-    status = "solved" if text in SOLVED else "infeasible" if text in INFEASIBLE else "failed"
     n = model.n
     result = ReachResult(
-        status=status,
+        status=status(text),
         message=text,
         t=np.linspace(0.0, duration, K),
         q=X[:, :n],
@@ -318,11 +242,11 @@ def solve(
         objective=float(sol["f"]),
         iterations=int(stats["iter_count"]),
         solve_time_s=elapsed,
-        max_constraint_violation=violation,
+        max_constraint_violation=violation(sol["g"], nlp["lbg"], nlp["ubg"]),
         task=model.task,
-        design={} if design is None else _design_summary(design, x[len(x) - design.size :]),
+        design={} if design is None else design.summary(x[len(x) - design.size :]),
     )
-    if status == "solved":
+    if result.status == "solved":
         if design is not None:
             phi = np.array(result.design["link_phi"])
             model = model.with_inertias(matrix_from_phi(phi))
@@ -382,13 +306,6 @@ def duration_check(
     return None
 
 
-def task_distance(model: ClosedChain, a: Array, b: Array) -> Array:
-    """Angle between pointing directions (rad) or distance between positions (m), rows."""
-    if model.task == "pointing":
-        return np.arctan2(np.linalg.norm(lie.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
-    return np.linalg.norm(a - b, axis=-1)
-
-
 def _simulate(model: ClosedChain, goal: Array, result: ReachResult) -> None:
     """Forward-simulate the optimal motor torques (RK4, one step per knot interval).
 
@@ -401,32 +318,6 @@ def _simulate(model: ClosedChain, goal: Array, result: ReachResult) -> None:
     simulated = task(model, q)[0]
     result.task_error = float(task_distance(model, simulated[-1], goal))
     result.tracking_error = float(np.max(task_distance(model, simulated, task(model, result.q)[0])))
-
-
-def _design_summary(design, p: Array) -> dict:
-    """Designed quantities before (nominal) and after, their bounds and the moving mass."""
-    lower, upper = design.bounds()
-    nominal = design.nominal_values()
-    phi = design.link_phi(p)[0]
-    variables = {
-        name: {
-            "before": float(v),
-            "after": float(v + value),
-            "lower": float(v + lo),
-            "upper": float(v + up),
-        }
-        for name, v, value, lo, up in zip(design.names, nominal, p, lower, upper, strict=True)
-    }
-    return {
-        "variables": variables,
-        "unit": "m (arc_width: the arcs' width; <part>_offset: its distance from the centre)",
-        "moving_mass_kg": {
-            "before": design.moving_mass(np.zeros(design.size)),
-            "after": float(phi[:, 0].sum()),
-        },
-        "mass_budget_kg": design.mass_budget,
-        "link_phi": phi.tolist(),
-    }
 
 
 def _warm_start(problem: ReachProblem, model: ClosedChain, q_start, q_goal, t) -> Array:

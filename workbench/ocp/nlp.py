@@ -1,0 +1,81 @@
+"""What every optimisation problem of the project shares: constraints, IPOPT, statuses.
+
+A problem module (:mod:`workbench.ocp.reach`, the experiment design of
+:mod:`workbench.excitation`) builds its CasADi expressions and collects them
+here: :class:`Constraints` stacks equality and range constraints with their
+bounds, :func:`ipopt_options` sets the solver the same way everywhere,
+:func:`status` maps IPOPT's return status to "solved", "infeasible" or
+"failed", and :func:`violation` measures the largest constraint violation
+of a solution.
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from workbench.lie import Array
+
+SOLVED = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+INFEASIBLE = ("Infeasible_Problem_Detected", "Restoration_Failed", "Error_In_Step_Computation")
+
+
+class Constraints:
+    """Constraints g with bounds lbg <= g <= ubg, collected in order."""
+
+    def __init__(self) -> None:
+        self.g: list = []
+        self.lower: list[Array] = []
+        self.upper: list[Array] = []
+
+    def equal(self, expr, value: ArrayLike = 0.0) -> None:
+        """``expr == value`` (broadcast), expr any CasADi matrix (vectorised column-major)."""
+        self.within(expr, value, value)
+
+    def within(self, expr, lower: ArrayLike, upper: ArrayLike) -> None:
+        """``lower <= expr <= upper`` (each broadcast to the size of expr)."""
+        expr = ca.vec(expr)
+        size = expr.numel()
+        self.g.append(expr)
+        self.lower.append(np.broadcast_to(np.asarray(lower, dtype=float), (size,)).ravel())
+        self.upper.append(np.broadcast_to(np.asarray(upper, dtype=float), (size,)).ravel())
+
+    def stacked(self) -> tuple:
+        """(g, lbg, ubg) for ``casadi.nlpsol``."""
+        return ca.vertcat(*self.g), np.concatenate(self.lower), np.concatenate(self.upper)
+
+
+def ipopt_options(
+    tolerance: float, max_iterations: int, progress: bool, warm_start: bool = False
+) -> dict:
+    """IPOPT with the exact Hessian, the given tolerance and a tight constraint tolerance.
+
+    ``warm_start``: start near the previous solution's barrier level (small
+    mu and bound push) for an initial guess that is a solution already.
+    """
+    options = {
+        "ipopt.hessian_approximation": "exact",
+        "ipopt.tol": tolerance,
+        "ipopt.constr_viol_tol": 1e-10,
+        "ipopt.max_iter": max_iterations,
+        "ipopt.print_level": 5 if progress else 0,
+        "ipopt.sb": "yes",
+        "print_time": False,
+    }
+    if warm_start:
+        options.update({"ipopt.mu_init": 1e-6, "ipopt.bound_push": 1e-9, "ipopt.bound_frac": 1e-9})
+    return options
+
+
+def status(return_status: str) -> str:
+    """ "solved", "infeasible" or "failed" from IPOPT's return status."""
+    if return_status in SOLVED:
+        return "solved"
+    return "infeasible" if return_status in INFEASIBLE else "failed"
+
+
+def violation(g: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> float:
+    """Largest violation of ``lower <= g <= upper`` (0 when feasible)."""
+    g = np.asarray(g, dtype=float).ravel()
+    return float(max(np.max(lower - g, initial=0.0), np.max(g - upper, initial=0.0)))
