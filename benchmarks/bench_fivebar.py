@@ -24,7 +24,7 @@ from workbench.closed_chains import load
 from workbench.closed_chains.derivatives import torque_derivatives
 from workbench.closed_chains.dynamics import motor_torques
 from workbench.closed_chains.kinematics import accelerations, solve_passive, velocities
-from workbench.dynamics.kernels import warm_up
+from workbench.warm_up import warm_up
 
 
 def finite_differences(model, q, dq, ddq, h=1e-6):

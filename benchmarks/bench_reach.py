@@ -25,12 +25,12 @@ from pathlib import Path
 from timing import machine, row
 
 from workbench.closed_chains import load
-from workbench.dynamics.kernels import warm_up
 from workbench.ocp import reach
 from workbench.ocp.model_functions import model_callbacks
 from workbench.ocp.problem import ReachProblem
 from workbench.resources import shipped
 from workbench.testing.ocp_reference import sx_functions
+from workbench.warm_up import warm_up
 
 
 def timed(solve, repeats: int) -> tuple[float, float, reach.ReachResult]:

@@ -24,7 +24,7 @@ import pinocchio as pin
 import pytest
 from scipy.optimize import brentq
 
-from workbench import inertia, lie
+from workbench import closed_chains, inertia, lie
 from workbench.chain import Chain, Frame
 from workbench.closed_chains import derivatives, dynamics, kinematics
 from workbench.closed_chains.kinematics import check_assembly
@@ -126,7 +126,7 @@ def welded_fourbar(fourbar: ClosedChain) -> ClosedChain:
 
 @pytest.fixture(scope="module")
 def shipped() -> dict[str, ClosedChain]:
-    return {name: ClosedChain.from_toml(path) for name, path in SHIPPED.items()}
+    return {name: closed_chains.read(path) for name, path in SHIPPED.items()}
 
 
 @pytest.fixture(scope="module")
@@ -630,7 +630,7 @@ def _toml(value) -> str:
 def test_bad_closure_files_are_refused(tmp_path):
     fivebar = SHIPPED["planar_fivebar"]
     spec = tomllib.loads(fivebar.read_text())
-    ClosedChain.from_toml(_closure_file(tmp_path, fivebar))  # the copy itself loads
+    closed_chains.read(_closure_file(tmp_path, fivebar))  # the copy itself loads
     closure = spec["closure"][0]
     cases = {
         "unknown frame 'joint_5_on_link_9'": {
@@ -641,17 +641,17 @@ def test_bad_closure_files_are_refused(tmp_path):
     }  # fmt: skip
     for message, changes in cases.items():
         with pytest.raises(WorkbenchError, match=message):
-            ClosedChain.from_toml(_closure_file(tmp_path, fivebar, **changes))
+            closed_chains.read(_closure_file(tmp_path, fivebar, **changes))
     with pytest.raises(WorkbenchError, match="hinge"):
-        ClosedChain.from_toml(_closure_file(tmp_path, fivebar, **cases["must be one of"]))
+        closed_chains.read(_closure_file(tmp_path, fivebar, **cases["must be one of"]))
     # two of the delta's three ball joints leave the platform free
     delta = SHIPPED["delta"]
     closures = tomllib.loads(delta.read_text())["closure"]
     with pytest.raises(WorkbenchError, match="fix 6 of the 9 passive joints"):
-        ClosedChain.from_toml(_closure_file(tmp_path, delta, closure=closures[:2]))
+        closed_chains.read(_closure_file(tmp_path, delta, closure=closures[:2]))
     # a motor too many: the closures then over-determine the remaining passive joints
     with pytest.raises(WorkbenchError, match="passive joints"):
-        ClosedChain.from_toml(
+        closed_chains.read(
             _closure_file(tmp_path, fivebar, actuated=["joint_1", "joint_4", "joint_2"])
         )
 

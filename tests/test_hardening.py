@@ -398,10 +398,12 @@ def test_view_server_dies_with_the_command(tmp_path, signal_name):
 def test_warm_up_compiles_every_kernel():
     import numba
 
-    from workbench.dynamics import derivatives, inverse_dynamics, kernels, regressor
+    from workbench.closed_chains import loop_kernels
+    from workbench.dynamics import derivatives, inverse_dynamics, regressor, time_derivatives
+    from workbench.warm_up import warm_up
 
-    kernels.warm_up()
-    for module in (derivatives, inverse_dynamics, regressor):
+    warm_up()
+    for module in (derivatives, inverse_dynamics, regressor, time_derivatives, loop_kernels):
         for name, value in vars(module).items():
             if isinstance(value, numba.core.registry.CPUDispatcher) and value.targetoptions.get(
                 "nogil"

@@ -24,6 +24,7 @@ import numpy as np
 from workbench import inertia, lie
 from workbench.calibration.kinds import kind as calibration_kind
 from workbench.calibration.logs import Log
+from workbench.calibration.trajectories import exciting_trajectory
 from workbench.chain import Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.kinematics import forward_kinematics
@@ -39,31 +40,6 @@ class GroundTruth:
     eta: Array  # nominal.with_eta(eta) has the true twists and tool frame
     viscous: Array  # (n,)
     coulomb: Array  # (n,)
-
-
-def exciting_trajectory(
-    chain: Chain, samples: int, dt: float = 0.01, harmonics: int = 5, seed: int = 0
-) -> tuple[Array, Array, Array, Array]:
-    """t, q, dq, ddq (module docstring) with ``samples`` samples every ``dt`` s."""
-    rng = np.random.default_rng(seed)
-    t = dt * np.arange(samples)
-    lower = np.maximum(chain.lower, -np.pi)
-    upper = np.minimum(chain.upper, np.pi)
-    centre, half = (upper + lower) / 2, 0.8 * (upper - lower) / 2
-    duration = max(t[-1], dt)
-    freq = (1.0 + np.arange(harmonics)) * max(0.1, 2.0 / duration)  # Hz
-    amp = rng.uniform(-1.0, 1.0, size=(chain.n, harmonics)) / (1.0 + np.arange(harmonics))
-    amp *= half[:, None] / np.abs(amp).sum(axis=1, keepdims=True)
-    phase = rng.uniform(0.0, 2 * np.pi, size=(chain.n, harmonics))
-    w = 2 * np.pi * freq
-    peak_speed = np.abs(amp) @ w  # bound of |dq_i|
-    limit = np.where(np.isfinite(chain.velocity_limit), 0.9 * chain.velocity_limit, np.inf)
-    amp *= np.minimum(1.0, limit / peak_speed)[:, None]
-    arg = t[:, None, None] * w + phase  # (N, n, K)
-    q = centre + np.einsum("nk,snk->sn", amp, np.sin(arg))
-    dq = np.einsum("nk,snk->sn", amp * w, np.cos(arg))
-    ddq = -np.einsum("nk,snk->sn", amp * w**2, np.sin(arg))
-    return t, q, dq, ddq
 
 
 def perturbed_truth(

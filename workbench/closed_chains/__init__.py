@@ -1,8 +1,11 @@
 """Closed-chain mechanisms: spanning tree + loop closures + motors.
 
-``load("planar_fivebar")`` returns a shipped closed chain by name (or a
-closure file by path) as a :class:`ClosedChain`; kinematics, dynamics and
-derivatives are in the submodules of the same names.
+``load("planar_fivebar")`` returns a shipped closed chain by name and
+``read(path)`` one described by a closure file (format in
+:mod:`workbench.closed_chains.model`), as a :class:`ClosedChain` whose home
+configuration is checked closed and whose motors determine the passive
+joints; kinematics, dynamics and derivatives are in the submodules of the
+same names, the tool's task space in ``task_space``.
 """
 
 from __future__ import annotations
@@ -11,8 +14,14 @@ import functools
 import os
 from pathlib import Path
 
-from workbench.closed_chains.model import ClosedChain, Closure
+import numpy as np
+
+from workbench.closed_chains.closures import ROWS
+from workbench.closed_chains.kinematics import check_assembly
+from workbench.closed_chains.model import TASKS, ClosedChain, Closure
+from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
+from workbench.urdf import load_urdf
 
 # name -> closure file under the shipped models/ directory
 SHIPPED = {
@@ -22,7 +31,7 @@ SHIPPED = {
     "delta": "delta/delta.toml",
 }
 
-__all__ = ["SHIPPED", "ClosedChain", "Closure", "is_closed_chain", "load"]
+__all__ = ["SHIPPED", "ClosedChain", "Closure", "is_closed_chain", "load", "read"]
 
 
 def is_closed_chain(name: str | os.PathLike) -> bool:
@@ -37,7 +46,7 @@ def load(name: str | os.PathLike) -> ClosedChain:
 
         return _load(shipped("models") / SHIPPED[str(name)])
     if str(name).endswith(".toml"):
-        return ClosedChain.from_toml(name)
+        return read(name)
     raise WorkbenchError(
         f"unknown closed chain '{name}'; shipped: {', '.join(SHIPPED)}, or a closure file (.toml)"
     )
@@ -45,4 +54,36 @@ def load(name: str | os.PathLike) -> ClosedChain:
 
 @functools.cache
 def _load(path: Path) -> ClosedChain:
-    return ClosedChain.from_toml(path)
+    return read(path)
+
+
+def read(path: str | os.PathLike) -> ClosedChain:
+    """Read a closure file and the URDF it names; refuse a model that does not assemble."""
+    path = Path(path)
+    top = Section(read_toml(path, "closure file"), str(path))
+    urdf = path.parent / top.string("urdf")
+    tree = load_urdf(urdf, tool_frame=top.string("tool", None))
+    actuated = tuple(top.strings("actuated"))
+    task = top.string("task", "position", choices=TASKS)
+    home_table = top.section("home")
+    home = np.zeros(tree.n)
+    for joint in list(home_table.table):
+        home[tree.joint_index(joint)] = home_table.number(joint)
+    home_table.done()
+    closures = []
+    for section in top.sections("closure"):
+        frames = section.strings("frames", length=2)
+        closures.append(
+            Closure(
+                section.string("name", f"closure_{len(closures) + 1}"),
+                section.string("type", choices=ROWS),
+                (frames[0], frames[1]),
+            )
+        )
+        section.done()
+    if not closures:
+        raise WorkbenchError(f"{path}: no [[closure]] tables; a closed chain needs one")
+    top.done()
+    model = ClosedChain(tree, tuple(closures), actuated, home, task, tree.name, urdf, path)
+    check_assembly(model)
+    return model

@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+import workbench.closed_chains.loop_kernels as loop_kernels
 from workbench.arrays import as_samples
-from workbench.closed_chains import loop_kernels
 from workbench.closed_chains.closures import misalignment
 from workbench.closed_chains.closures import residual as closure_residual
 from workbench.closed_chains.loops import LoopState

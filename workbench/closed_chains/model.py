@@ -9,7 +9,8 @@ joint to a massless link whose frame is then closed by a ``rotation``,
 ``point`` or ``revolute`` closure; a cut ball joint is a ``point`` closure
 between the two links themselves.
 
-The description is a small TOML file beside the URDF::
+The description is a small TOML file beside the URDF
+(:func:`workbench.closed_chains.read`)::
 
     urdf = "planar_fivebar.urdf"
     actuated = ["joint_1", "joint_4"]
@@ -32,7 +33,6 @@ moves joint twists, link frames and the tool as ``Chain.with_eta`` does.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,7 +42,6 @@ from numpy.typing import ArrayLike
 from workbench.chain import Chain
 from workbench.closed_chains.closures import ROWS
 from workbench.closed_chains.loops import Factor, loop_factors
-from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -222,40 +221,3 @@ class ClosedChain:
             lines += ["", "[[closure]]", f'name = "{c.name}"', f'type = "{c.kind}"',
                       f'frames = ["{c.frames[0]}", "{c.frames[1]}"]']  # fmt: skip
         return "\n".join(lines) + "\n"
-
-    @classmethod
-    def from_toml(cls, path: str | os.PathLike) -> ClosedChain:
-        """Read a closure file (module docstring) and the URDF it names."""
-        from workbench.urdf import load_urdf
-
-        path = Path(path)
-        top = Section(read_toml(path, "closure file"), str(path))
-        urdf = path.parent / top.string("urdf")
-        tool = top.string("tool", None)
-        tree = load_urdf(urdf, tool_frame=tool)
-        actuated = tuple(top.strings("actuated"))
-        task = top.string("task", "position", choices=TASKS)
-        home_table = top.section("home")
-        home = np.zeros(tree.n)
-        for joint in list(home_table.table):
-            home[tree.joint_index(joint)] = home_table.number(joint)
-        home_table.done()
-        closures = []
-        for section in top.sections("closure"):
-            frames = section.strings("frames", length=2)
-            closures.append(
-                Closure(
-                    section.string("name", f"closure_{len(closures) + 1}"),
-                    section.string("type", choices=ROWS),
-                    (frames[0], frames[1]),
-                )
-            )
-            section.done()
-        if not closures:
-            raise WorkbenchError(f"{path}: no [[closure]] tables; a closed chain needs one")
-        top.done()
-        model = cls(tree, tuple(closures), actuated, home, task, tree.name, urdf, path)
-        from workbench.closed_chains.kinematics import check_assembly
-
-        check_assembly(model)
-        return model

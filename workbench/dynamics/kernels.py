@@ -25,10 +25,10 @@ Compilation: the kernels are compiled on their first call and cached on
 disk (``cache=True``, ``__pycache__`` beside the modules), which takes up to
 a minute once per installation and then about a second per process. When
 numba has to compile, one line says so on stderr (``set_compile_message``
-turns it off); :func:`warm_up` compiles (or loads) every kernel on a tiny
-model, so that timings that follow measure the computation only, and
-``python -m workbench.dynamics.kernels`` does the same from the shell, e.g.
-right after ``pip install``.
+turns it off); :func:`workbench.warm_up.warm_up` compiles (or loads) every
+kernel of the project on tiny models, so that timings that follow measure
+the computation only, and ``python -m workbench.warm_up`` does the same
+from the shell, e.g. right after ``pip install``.
 """
 
 from __future__ import annotations
@@ -305,53 +305,3 @@ if __name__ != "__main__":  # run as a script, this file is a second copy of the
 def set_compile_message(enabled: bool) -> None:
     """Print (default) or keep quiet the one line that says the kernels are being compiled."""
     _ANNOUNCER.enabled = bool(enabled)
-
-
-def warm_up() -> None:
-    """Compile, or load from the disk cache, every compiled kernel, on a two-joint model.
-
-    Call it before timing anything that uses the dynamics: the first call of
-    each kernel in a process costs the compilation (up to a minute on a new
-    installation) or the cache load (about a second).
-    """
-    from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
-    from workbench.dynamics.inverse_dynamics import inverse_dynamics
-    from workbench.dynamics.regressor import torque_regressor
-    from workbench.dynamics.time_derivatives import time_derivatives
-
-    chain = _tiny_chain()
-    q = np.zeros((1, chain.n))
-    f_tool = np.zeros((1, 6))
-    for f in (None, f_tool):
-        inverse_dynamics(chain, q, q, q, f)
-        twist_derivatives(chain, q, q, q, f)
-        rnea_derivatives(chain, q, q, q, f)
-    torque_regressor(chain, q, q, q)
-    time_derivatives(chain, q, q, q, q, q)
-
-
-def _tiny_chain():
-    """A revolute and a prismatic joint with unit inertias: the smallest model of every kind."""
-    from workbench import inertia
-    from workbench.chain import PRISMATIC, REVOLUTE, Chain
-
-    phi = np.array([1.0, 0.1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
-    return Chain(
-        joint_names=("revolute", "prismatic"),
-        link_names=("link_1", "link_2"),
-        parents=np.array([-1, 0]),
-        joint_kinds=(REVOLUTE, PRISMATIC),
-        axes=np.eye(3)[[2, 0]],
-        joint_frames=np.stack([np.eye(4), np.eye(4)]),
-        inertias=inertia.matrix_from_phi(np.stack([phi, phi])),
-        tool_name="tool",
-        tool_parent=1,
-        tool_frame=np.eye(4),
-    )
-
-
-if __name__ == "__main__":
-    from workbench.dynamics import kernels
-
-    kernels.warm_up()
-    print("workbench: the compiled kernels are ready")

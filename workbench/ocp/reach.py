@@ -189,7 +189,7 @@ def solve(
     the analytic callbacks, e.g. CasADi-native ones for comparison). Ctrl-C
     during the solve raises KeyboardInterrupt once IPOPT has stopped.
     """
-    from workbench.dynamics.kernels import warm_up
+    from workbench.warm_up import warm_up
 
     model = load(problem.model) if model is None else model
     K = problem.knots

@@ -1,0 +1,68 @@
+"""Compile, or load from numba's disk cache, every compiled kernel of the project.
+
+    python -m workbench.warm_up
+
+The first call of each kernel in a process costs its compilation (up to a
+minute on a new installation) or its cache load (about a second): call
+:func:`warm_up` before timing anything, or run this module once after
+``pip install``. Tiny models exercise every kernel: a revolute-prismatic
+chain (dynamics), the planar five-bar (closed chains) and a tetrahedron
+(mesh inertia).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench import inertia
+from workbench.chain import PRISMATIC, REVOLUTE, Chain
+from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.dynamics.regressor import torque_regressor
+from workbench.dynamics.time_derivatives import time_derivatives
+from workbench.mesh import mass_properties
+
+
+def warm_up(closed_chains: bool = True) -> None:
+    """Run every compiled kernel once on a tiny model (module docstring)."""
+    chain = tiny_chain()
+    q = np.zeros((1, chain.n))
+    f_tool = np.zeros((1, 6))
+    for f in (None, f_tool):
+        inverse_dynamics(chain, q, q, q, f)
+        twist_derivatives(chain, q, q, q, f)
+        rnea_derivatives(chain, q, q, q, f)
+    torque_regressor(chain, q, q, q)
+    time_derivatives(chain, q, q, q, q, q)
+    vertices = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    faces = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    mass_properties(vertices, faces, derivatives=True)
+    if closed_chains:
+        from workbench.closed_chains import load
+        from workbench.closed_chains.derivatives import closed_chain_derivatives
+
+        model = load("planar_fivebar")
+        home = model.home[None]
+        closed_chain_derivatives(model, home, 0 * home, 0 * home)
+
+
+def tiny_chain() -> Chain:
+    """A revolute and a prismatic joint with unit inertias: the smallest model of every kind."""
+    phi = np.array([1.0, 0.1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    return Chain(
+        joint_names=("revolute", "prismatic"),
+        link_names=("link_1", "link_2"),
+        parents=np.array([-1, 0]),
+        joint_kinds=(REVOLUTE, PRISMATIC),
+        axes=np.eye(3)[[2, 0]],
+        joint_frames=np.stack([np.eye(4), np.eye(4)]),
+        inertias=inertia.matrix_from_phi(np.stack([phi, phi])),
+        tool_name="tool",
+        tool_parent=1,
+        tool_frame=np.eye(4),
+    )
+
+
+if __name__ == "__main__":
+    warm_up()
+    print("workbench: the compiled kernels are ready")
