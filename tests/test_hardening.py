@@ -414,7 +414,7 @@ def test_warm_up_compiles_every_kernel():
 def test_compile_message_only_when_numba_compiles():
     import subprocess
 
-    run = [sys.executable, "-m", "workbench.dynamics.kernels"]
+    run = [sys.executable, "-m", "workbench.warm_up"]
     subprocess.run(run, capture_output=True, check=True)  # fills the cache if it was empty
     again = subprocess.run(run, capture_output=True, text=True, check=True)
     assert "compiling" not in again.stderr and "ready" in again.stdout
@@ -426,7 +426,7 @@ def test_compile_message_on_an_empty_cache(tmp_path):
     import subprocess
 
     env = os.environ | {"NUMBA_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "workbench.dynamics.kernels"], env=env,
+    done = subprocess.run([sys.executable, "-m", "workbench.warm_up"], env=env,
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert done.stderr.count("compiling the compiled kernels (first run only") == 1
 

@@ -40,9 +40,11 @@ def warm_up(closed_chains: bool = True) -> None:
     if closed_chains:
         from workbench.closed_chains import load
         from workbench.closed_chains.derivatives import closed_chain_derivatives
+        from workbench.closed_chains.kinematics import accelerations
 
         model = load("planar_fivebar")
         home = model.home[None]
+        accelerations(model, home, 0 * home, np.zeros((1, len(model.active))))
         closed_chain_derivatives(model, home, 0 * home, 0 * home)
 
 
