@@ -18,6 +18,7 @@ from matplotlib.image import imread
 
 from workbench.cli import main
 from workbench.closed_chains import load
+from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.ocp import reach
 from workbench.ocp.problem import ReachProblem
@@ -119,3 +120,84 @@ def test_minimum_time_is_faster_and_saturates_a_motor():
     limit = fivebar.tree.effort_limit[fivebar.active]
     assert np.abs(result.tau).max() >= 0.99 * limit.min()  # time-optimal: torques at a bound
     assert np.all(np.abs(result.tau) <= limit + 1e-8)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("tolerance = 1e-9", "tolerance = -1"), "tolerance = -1.0 must be positive"),
+        (("duration_bounds = [0.05, 5.0]", "duration_bounds = [5.0, 0.05]"), "increasing"),
+        (("minimum_time = false", 'minimum_time = "false"'), "must be true or false"),
+        (("knots = 100", "knots = 100.7"), "must be an integer"),
+        (("duration = 0.6 ", "duration = 1e6 "), "duration = 1000000.0 must be at most"),
+        (("duration = 0.6 ", "duration = nan "), "duration = nan must be finite"),
+        (
+            ('# warm_start = "results/trajectory.npz"', 'warm_start = "missing.npz"'),
+            "no trajectory",
+        ),
+    ],
+)
+def test_bad_problem_values_name_the_key(tmp_path, capsys, change, message):
+    text = (shipped("problems") / "fivebar_reach.toml").read_text()
+    assert change[0] in text
+    problem = tmp_path / "bad.toml"
+    problem.write_text(text.replace(change[0], change[1]))
+    assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and str(problem) in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_warm_start_and_unphysical_design_are_errors(tmp_path, capsys):
+    warm = tmp_path / "warm.npz"
+    np.savez(warm, t=np.linspace(0, 1, 5), q=np.zeros((5, 4)), dq=np.zeros((5, 4)),
+             ddq=np.zeros((5, 4)))  # fmt: skip
+    text = (shipped("problems") / "fivebar_reach.toml").read_text()
+    problem = tmp_path / "warm.toml"
+    problem.write_text(
+        text.replace('# warm_start = "results/trajectory.npz"', 'warm_start = "warm.npz"')
+    )
+    with pytest.raises(WorkbenchError, match=r"must be \(K, 5\)"):
+        reach.solve(ReachProblem.from_toml(problem), progress=False)
+    design = (shipped("problems") / "fivebar_codesign.toml").read_text()
+    bad = tmp_path / "design.toml"
+    bad.write_text(
+        design.replace("arc_width = [-0.008, 0.010]", "arc_width = [-0.021, 0.010]").replace(
+            '"../models/fivebar/design.toml"', f'"{shipped("models") / "fivebar" / "design.toml"}"'
+        )
+    )
+    assert main(["reach", str(bad), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert "physical range" in capsys.readouterr().err
+
+
+def _failing(exception):
+    """A model-function factory whose torque callback raises ``exception`` on its 5th call."""
+    from workbench.ocp.model_functions import model_callbacks
+
+    def functions(model, knots, rows, design=None):
+        built = model_callbacks(model, knots, rows, design)
+        torque = built["torque"]
+        original, calls = torque.evaluate, []
+
+        def evaluate(X, P, jacobian):
+            calls.append(1)
+            if len(calls) == 5:
+                raise exception
+            return original(X, P, jacobian)
+
+        torque.evaluate = evaluate
+        return built
+
+    return functions
+
+
+def test_an_error_inside_a_callback_stops_the_solve_with_one_message():
+    problem = replace(ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml"), knots=20)
+    with pytest.raises(WorkbenchError, match="the model failed during the solve: boom"):
+        reach.solve(problem, progress=False, functions=_failing(ValueError("boom")))
+
+
+def test_ctrl_c_during_ipopt_is_an_interrupt():
+    problem = replace(ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml"), knots=20)
+    with pytest.raises(KeyboardInterrupt):
+        reach.solve(problem, progress=False, functions=_failing(KeyboardInterrupt()))

@@ -60,6 +60,7 @@ class BatchedCallback(ca.Callback):
         self._cache: tuple[np.ndarray, ...] = ()
         self.evaluations = 0
         self.interrupted = False
+        self.error: Exception | None = None
         opts = {"enable_fd": True, "fd_method": "central"} if finite_differences else {}
         self.construct(name, opts)
 
@@ -97,17 +98,23 @@ class BatchedCallback(ca.Callback):
         return self._cache
 
     def run_model(self, X: np.ndarray, P: np.ndarray, jacobian: bool) -> tuple[np.ndarray, ...]:
-        """``evaluate`` that remembers a Ctrl-C (CasADi turns it into an evaluation error).
+        """``evaluate`` that remembers a Ctrl-C or an error (CasADi turns both into an
+        evaluation failure and would go on).
 
-        After one interrupt every further call raises too, so that IPOPT
-        stops at once; the caller checks ``interrupted`` after the solve.
+        After the first one every further call raises too, so that IPOPT stops
+        at once; the caller checks ``interrupted`` and ``error`` after the solve.
         """
         if self.interrupted:
             raise KeyboardInterrupt
+        if self.error is not None:
+            raise self.error
         try:
             return self.evaluate(X, P, jacobian)
         except KeyboardInterrupt:
             self.interrupted = True
+            raise
+        except Exception as exc:
+            self.error = exc
             raise
 
     def eval(self, arg):

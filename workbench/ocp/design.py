@@ -71,6 +71,13 @@ class DesignSpace:
                     f"design variable '{v.name}': bounds [{v.lower}, {v.upper}] must contain 0 "
                     "(the nominal design)"
                 )
+        for v in variables:
+            if v.name == "arc_width" and design.width + v.lower <= 0.0:
+                raise WorkbenchError(
+                    f"design variable 'arc_width': lower bound {v.lower} m would make the arcs "
+                    f"{design.width + v.lower:.4g} m wide (nominal {design.width} m); the "
+                    f"physical range is above {-design.width} m"
+                )
         self.design = design
         self.variables = list(variables)
         self.mass_budget = float(mass_budget)

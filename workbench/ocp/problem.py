@@ -37,6 +37,9 @@ from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
+# A longer reaching motion is a typo (seconds for milliseconds?), not a problem to solve.
+MAX_DURATION = 3600.0
+
 
 @dataclass(frozen=True)
 class ReachProblem:
@@ -72,14 +75,15 @@ class ReachProblem:
             model = str(base / model)
         start = task.array("start", shape=(3,))
         goal = task.array("goal", shape=(3,))
-        duration = task.number("duration", 1.0, positive=True)
+        duration = task.number("duration", 1.0, positive=True, maximum=MAX_DURATION)
         knots = transcription.integer("knots", 100, minimum=3)
         minimum_time = transcription.boolean("minimum_time", False)
         bounds = transcription.array("duration_bounds", np.array([0.05, 10.0]), shape=(2,),
                                      positive=True)  # fmt: skip
-        if not bounds[0] < bounds[1]:
+        if not bounds[0] < bounds[1] <= MAX_DURATION:
             raise WorkbenchError(
-                f"{transcription.where('duration_bounds')} = {bounds.tolist()} must be increasing"
+                f"{transcription.where('duration_bounds')} = {bounds.tolist()} must be increasing "
+                f"and at most {MAX_DURATION:g} s"
             )
         if minimum_time and not bounds[0] <= duration <= bounds[1]:
             raise WorkbenchError(

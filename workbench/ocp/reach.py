@@ -225,6 +225,9 @@ def solve(
     elapsed = time.perf_counter() - started
     if any(getattr(f, "interrupted", False) for f in built.values()):
         raise KeyboardInterrupt
+    errors = [f.error for f in built.values() if getattr(f, "error", None) is not None]
+    if errors:
+        raise WorkbenchError(f"{problem.source}: the model failed during the solve: {errors[0]}")
     stats = solver.stats()
     x = np.asarray(sol["x"]).ravel()
     duration = float(x[3 * model.n * K]) if problem.minimum_time else problem.duration
