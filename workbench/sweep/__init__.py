@@ -1,0 +1,15 @@
+"""Sweeps of reaching problems on Dask: a base problem, axes to vary, one task per combination.
+
+:class:`~workbench.sweep.spec.Sweep` reads a sweep file and expands it into
+validated tasks; :func:`~workbench.sweep.runner.run_sweep` solves the missing
+ones on a Dask cluster (local or remote), warm-starting from solved
+neighbours, and writes one row per task (``results.parquet``,
+``results.csv``), each task's trajectory and the effort map
+(:mod:`workbench.sweep.table`, :mod:`workbench.sweep.plots`). The command
+line is ``workbench sweep`` (:mod:`workbench.commands.sweep`).
+"""
+
+from workbench.sweep.runner import SweepOutcome, connect, run_sweep
+from workbench.sweep.spec import Sweep, Task
+
+__all__ = ["Sweep", "SweepOutcome", "Task", "connect", "run_sweep"]
