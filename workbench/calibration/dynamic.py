@@ -26,18 +26,33 @@ not physically consistent, the model is the consistent one closest to the
 estimate in the least-squares metric
 (:func:`workbench.calibration.consistency.consistent_fit`): a consistent
 completion of beta when one exists, else the most likely consistent model.
+
+Logs too long for memory (a :class:`~workbench.calibration.chunked_logs.ChunkedLog`)
+take the same steps on triangular factors accumulated chunk by chunk
+(:mod:`workbench.calibration.normal_equations`): :func:`calibrate_dynamic` reads
+them so and :func:`fit_equations` fits the accumulated equations.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from workbench import inertia
 from workbench.calibration import signals
-from workbench.calibration.consistency import consistent_fit, is_consistent
+from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.drives import Drives
+from workbench.calibration.least_squares import (
+    DynamicFit,
+    check_determined,
+    completed_fit,
+    joint_sigma,
+)
+from workbench.calibration.normal_equations import (
+    NormalEquations,
+    accumulate,
+    fit_normal_equations,
+)
 from workbench.calibration.samples import Log
 from workbench.calibration.solver import irls_weights
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
@@ -90,50 +105,6 @@ def payload_torques(chain: Chain, log: Log, rows: slice) -> Array:
     return Y @ phi
 
 
-@dataclass(frozen=True)
-class DynamicFit:
-    """Identified base parameters, their statistics, and the completed model."""
-
-    model: TorqueModel
-    base: BaseParameters
-    beta: Array  # (r,)
-    covariance: Array  # (r, r)
-    sigma: Array  # (n,) residual standard deviation per joint (N m)
-    condition_number: float
-    x: Array  # (P,) completed standard parameters (TorqueModel order)
-    physically_consistent: bool
-    iterations: int
-    rows: int  # equations used
-
-    @property
-    def std(self) -> Array:
-        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
-
-    @property
-    def relative_std(self) -> Array:
-        """100 std / |beta| (%); inf where beta is 0."""
-        with np.errstate(divide="ignore"):
-            return np.where(self.beta != 0, 100.0 * self.std / np.abs(self.beta), np.inf)
-
-    @property
-    def chain(self) -> Chain:
-        """The model's chain with the completed inertias."""
-        phi, _ = self.model.split(self.x)
-        return replace(self.model.chain, inertias=inertia.matrix_from_phi(phi))
-
-    @property
-    def drive_values(self) -> Array:
-        """Completed drive parameters, in ``model.drives.names`` order."""
-        return self.model.split(self.x)[1]
-
-    def value(self, name: str) -> float:
-        """The base parameter whose name (regrouping expression) starts with ``name``."""
-        for expression, value in zip(self.base.names, self.beta, strict=True):
-            if expression.split(" ")[0] == name:
-                return float(value)
-        raise WorkbenchError(f"no base parameter led by '{name}'")
-
-
 def predict(fit: DynamicFit, equations: TorqueEquations, rows: np.ndarray | None = None) -> Array:
     """Torques (M, n) of the identified model on the equations' samples ``rows``."""
     X = equations.X if rows is None else equations.X[rows]
@@ -143,7 +114,7 @@ def predict(fit: DynamicFit, equations: TorqueEquations, rows: np.ndarray | None
 def fit_equations(
     model: TorqueModel,
     base: BaseParameters,
-    equations: TorqueEquations,
+    equations: TorqueEquations | NormalEquations,
     rows: np.ndarray | None = None,
     *,
     x0: Array | None = None,
@@ -153,20 +124,29 @@ def fit_equations(
     physical: bool = False,
     max_iterations: int = 30,
 ) -> DynamicFit:
-    """Weighted least squares of beta on the samples ``rows`` (default all); module docstring."""
+    """Weighted least squares of beta on the samples ``rows`` (default all); module docstring.
+
+    Accumulated equations (:class:`~workbench.calibration.normal_equations.NormalEquations`)
+    are fitted on their validation blocks ``rows`` (default all), by least squares only.
+    """
+    if isinstance(equations, NormalEquations):  # accumulated from a large log
+        return fit_normal_equations(
+            model, base, equations, rows, x0=x0, weighted=weighted, loss=loss, physical=physical
+        )
     rows = np.arange(len(equations)) if rows is None else np.asarray(rows)
     use = equations.fit[rows]
     X = equations.X[rows][use]  # (m, r)
     y = equations.tau[rows][use]
     joint = np.nonzero(use)[1]
     n, r = model.chain.n, X.shape[1]
-    _check_determined(X, base, n)
     scale = np.linalg.norm(X, axis=0)
+    check_determined(X / np.where(scale > 0, scale, 1.0), y.size, scale, base)
     Xs = X / scale
     weights = np.ones_like(y)
     if weighted:
         theta = np.linalg.lstsq(Xs, y, rcond=None)[0]
-        weights = _joint_weights(Xs @ theta - y, joint, n, r)
+        residual2 = np.bincount(joint, (Xs @ theta - y) ** 2, minlength=n)
+        weights = 1.0 / joint_sigma(residual2, np.bincount(joint, minlength=n), r)[joint]
     w, theta, iterations = np.ones_like(y), np.zeros(r), 0
     while iterations < max_iterations:
         iterations += 1
@@ -183,35 +163,20 @@ def fit_equations(
     s2 = float(residual @ residual) / max(y.size - r, 1)
     covariance = s2 * np.linalg.inv(Xw.T @ Xw) / np.outer(scale, scale)
     singular = np.linalg.svd(Xw, compute_uv=False)
-    beta = theta / scale
     sigma = np.sqrt(
         np.bincount(joint, (Xs @ theta - y) ** 2, minlength=n)
         / np.maximum(np.bincount(joint, minlength=n), 1)
     )
-    x0 = model.values() if x0 is None else x0
-    x = x0 + np.linalg.pinv(base.matrix) @ (beta - base.matrix @ x0)
-    consistent = is_consistent(model, x)
-    if physical and not consistent:
-        x = consistent_fit(model, base, x0, beta, covariance).x
-        beta = base.matrix @ x
-        consistent = is_consistent(model, x)
-    return DynamicFit(
-        model=model,
-        base=base,
-        beta=beta,
-        covariance=covariance,
-        sigma=sigma,
-        condition_number=float(singular[0] / singular[-1]),
-        x=x,
-        physically_consistent=consistent,
-        iterations=iterations,
+    return completed_fit(
+        model, base, theta / scale, covariance, x0=x0, physical=physical, sigma=sigma,
+        condition_number=float(singular[0] / singular[-1]), iterations=iterations,
         rows=int(y.size),
-    )
+    )  # fmt: skip
 
 
 def calibrate_dynamic(
     chain: Chain,
-    log: Log,
+    log: Log | ChunkedLog,
     *,
     drives: Drives | None = None,
     drive_values: Array | None = None,
@@ -224,48 +189,18 @@ def calibrate_dynamic(
 
     ``drives`` defaults to viscous and Coulomb friction; ``drive_values``
     are the nominal drive parameters (zero by default) that the completion
-    starts from.
+    starts from. A :class:`~workbench.calibration.chunked_logs.ChunkedLog` is
+    read chunk by chunk into accumulated equations
+    (:func:`workbench.calibration.normal_equations.accumulate`).
     """
     drives = drives or Drives(chain.n)
     model = TorqueModel(chain, drives)
     base = base_parameters(model)
-    equations = torque_equations(model, base, log)
+    if isinstance(log, ChunkedLog):
+        equations = accumulate(model, base, log)
+    else:
+        equations = torque_equations(model, base, log)
     return fit_equations(
         model, base, equations, x0=model.values(drive_values), weighted=weighted, loss=loss,
         f_scale=f_scale, physical=physical,
     )  # fmt: skip
-
-
-def _check_determined(X: Array, base: BaseParameters, n: int) -> None:
-    """Refuse fits with fewer equations than parameters or a rank-deficient regressor."""
-    m, r = X.shape
-    if m < r:
-        raise WorkbenchError(
-            f"underdetermined identification: {m} torque equations for {r} base parameters; "
-            "log more samples (or more motion)"
-        )
-    scale = np.linalg.norm(X, axis=0)
-    if np.any(scale == 0):
-        names = [base.names[k] for k in np.flatnonzero(scale == 0)]
-        raise WorkbenchError(
-            f"the log does not excite base parameter(s) {', '.join(names[:5])}: their regressor "
-            "columns are zero (joints that never move or accelerate)"
-        )
-    _, s, Vt = np.linalg.svd(X / scale, full_matrices=False)
-    if s[-1] < 1e-10 * s[0]:
-        worst = np.argsort(-np.abs(Vt[-1]))[:3]
-        names = ", ".join(base.names[k] for k in worst)
-        raise WorkbenchError(
-            f"rank-deficient identification (condition number {s[0] / max(s[-1], 1e-300):.2e}): "
-            f"the log cannot separate {names}; log a more exciting trajectory"
-        )
-
-
-def _joint_weights(residual: Array, joint: np.ndarray, n: int, r: int) -> Array:
-    """1 / sigma_j per row, sigma_j^2 = |r_j|^2 / (m_j - r) (Gautier's WLS)."""
-    counts = np.bincount(joint, minlength=n)
-    sums = np.bincount(joint, residual**2, minlength=n)
-    dof = np.where(counts > r, counts - r, np.maximum(counts, 1))
-    sigma = np.sqrt(sums / dof)
-    sigma = np.where(sigma > 0, sigma, sigma[sigma > 0].min() if np.any(sigma > 0) else 1.0)
-    return 1.0 / sigma[joint]

@@ -29,9 +29,11 @@ from typing import Any
 import numpy as np
 
 from workbench import lie
+from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
 from workbench.calibration.dynamic import fit_equations, torque_equations
 from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.normal_equations import Split, accumulate
 from workbench.calibration.samples import Log
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.calibration.twist import TwistProblem, calibrate_twist
@@ -68,9 +70,9 @@ class Kind:
     prepare: Callable[[Chain, Log, Options], Any]
 
 
-def _drives(chain: Chain, log: Log, options: Options) -> Drives:
+def _drives(chain: Chain, log: Log | ChunkedLog, options: Options) -> Drives:
     terms = options.terms or log.defaults.terms or DEFAULT_TERMS
-    return Drives(log.q.shape[1], tuple(terms), log.transmission, log.min_speed)
+    return Drives(len(log.joint_names), tuple(terms), log.transmission, log.min_speed)
 
 
 def _nominal_drive_values(drives: Drives, options: Options) -> Array:
@@ -95,14 +97,23 @@ class DynamicProblem:
 
     unit = "N m"
 
-    def __init__(self, chain: Chain, log: Log, options: Options) -> None:
+    def __init__(
+        self, chain: Chain, log: Log | ChunkedLog, options: Options, split: Split | None = None
+    ) -> None:
+        """``split``: the validation blocks of a large log's accumulated equations
+        (:mod:`workbench.calibration.normal_equations`); its problem has no ``times``."""
         self.options = options
         self.model = TorqueModel(chain, _drives(chain, log, options))
         self.base = base_parameters(self.model)
-        self.equations = torque_equations(self.model, self.base, log)
         self.x0 = self.model.values(_nominal_drive_values(self.model.drives, options))
-        self.times = self.equations.t
         self.labels = chain.joint_names
+        if isinstance(log, ChunkedLog):
+            self.equations = accumulate(
+                self.model, self.base, log, split, progress=options.progress
+            )
+            return
+        self.equations = torque_equations(self.model, self.base, log)
+        self.times = self.equations.t
 
     def fit(self, rows: np.ndarray | None):
         o = self.options

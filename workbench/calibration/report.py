@@ -215,7 +215,7 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
         )
     heldout = HeldOut(times, after, before, measured, tuple(problem.labels), problem.unit)
     calibrated = problem.chain(full)
-    _warn_if_impossible(calibrated)
+    warn_if_impossible(calibrated)
     return CalibrationReport(
         calibrated,
         summary,
@@ -248,7 +248,7 @@ def _check_measurable(log: Log, samples: int, *figures: dict[str, Any]) -> None:
     )
 
 
-def _warn_if_impossible(chain: Chain) -> None:
+def warn_if_impossible(chain: Chain) -> None:
     """Warn when the calibrated inertias are no rigid body's (workbench will not load them)."""
     try:
         check_inertias(chain, "the calibrated model")

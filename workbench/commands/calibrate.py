@@ -11,6 +11,13 @@ models/staubli_tx40/identification.toml). Held out for validation: what the
 description asks for, else the last --validation fraction; --folds K uses K
 contiguous cross-validation folds ("loo": one sample per fold).
 
+A log too long for memory is a Parquet file or a directory of chunk files
+(*.parquet, *.npz, *.csv, *.csv.gz in time order), pre-processed (t, q_, dq_,
+ddq_, tau_<joint>): --kind dynamic reads it chunk by chunk into per-joint
+triangular factors of its least squares (a Dask map-reduce, memory bounded by
+the chunks in flight) and gives the same fit and report as in memory
+(least squares only; --folds K or --validation).
+
 Writes DIR/report.html (open it first: summary, warnings and plots in one
 page), DIR/summary.json (heldout_relative_rms and the rest), DIR/parameters.csv
 (name,value,rel_std_percent), DIR/calibrated.urdf (+ calibrated.drives.toml),
@@ -49,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--model", required=True, metavar="MODEL", help="model name or URDF path")
     parser.add_argument(
-        "--log", required=True, metavar="FILE", help="log table (CSV/NPZ) or description (.toml)"
-    )
+        "--log", required=True, metavar="FILE",
+        help="log table (CSV/NPZ), description (.toml), or a large log (Parquet, a directory)",
+    )  # fmt: skip
     parser.add_argument(
         "--kind", required=True, choices=tuple(KINDS),
         help="kinematic: joint twists from measured poses; twist: joint twists from torques; "
@@ -128,13 +136,15 @@ def _model(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
+    from workbench.calibration.chunked_report import calibrate_chunked
     from workbench.calibration.drives import read_drive_file, sidecar_path
     from workbench.calibration.kinds import Options, kind
     from workbench.calibration.logs import read_log
     from workbench.calibration.report import calibrate, write_report
     from workbench.calibration.validation import EndSplit, Folds
     from workbench.dynamics.kernels import set_compile_message
-    from workbench.errors import WorkbenchWarning
+    from workbench.errors import WorkbenchError, WorkbenchWarning
     from workbench.io import check_output_directory, results_directory
 
     check_output_directory(args.out)
@@ -152,7 +162,17 @@ def run(args: argparse.Namespace) -> int:
             drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window,
             progress=not args.quiet,
         )  # fmt: skip
-        log = read_log(args.log, log_chain, require=spec.requires, **options)
+        large = is_chunked_log(args.log)
+        if large and args.kind != "dynamic":
+            raise WorkbenchError(
+                f"--log {args.log}: a Parquet file or a directory of chunks is a large log, "
+                f"which --kind dynamic reads chunk by chunk; --kind {args.kind} needs a log "
+                "that fits in memory (a CSV or NPZ table, or a log description)"
+            )
+        if large:
+            log = open_chunked_log(args.log, log_chain)
+        else:
+            log = read_log(args.log, log_chain, require=spec.requires, **options)
         if args.validation_log:
             validation = read_log(args.validation_log, log_chain, require=spec.requires, **options)
         elif args.folds is not None:
@@ -169,7 +189,10 @@ def run(args: argparse.Namespace) -> int:
             terms=terms, nominal_drives=nominal, rotation_weight=args.rotation_weight,
             progress=not args.quiet,
         )  # fmt: skip
-        report = calibrate(chain, args.kind, log, validation, settings)
+        if large:
+            report = calibrate_chunked(chain, log, validation, settings)
+        else:
+            report = calibrate(chain, args.kind, log, validation, settings)
     messages = [" ".join(str(w.message).split()) for w in caught if w.category is WorkbenchWarning]
     for message in messages:
         print(f"workbench calibrate: warning: {message}", file=sys.stderr)
