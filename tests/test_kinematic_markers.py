@@ -8,14 +8,17 @@ the measured poses and predict held-out postures it never saw.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pinocchio as pin
 import pytest
 
 import workbench as wb
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.kinematic import KinematicModel, KinematicProblem, calibrate_kinematic
 from workbench.calibration.samples import Log, Marker
 from workbench.calibration.simulate import exciting_trajectory, perturbed_truth
+from workbench.testing import central_differences
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +116,79 @@ def test_noisy_markers_within_reported_std(iiwa, scene):
     (p, _), _ = held_out.predict(fit.model)
     error = np.linalg.norm(p - held_out.markers[0].position, axis=1)
     assert np.sqrt(np.mean(error**2)) < 3 * noise
+
+
+# ----------------------------------------- compiled residuals and normal equations
+def true_model(iiwa, scene) -> KinematicModel:
+    """The model that produced ``marker_log``: truth chain, device frame, marker placements."""
+    truth, _, device, flange, link4 = scene
+    placements = np.stack([truth.tool_frame @ flange, truth.joint_frames[3] @ link4])
+    return KinematicModel(truth, device, placements)
+
+
+def test_predicted_poses_match_pinocchio(iiwa, scene):
+    """The compiled forward kinematics (device frame, path products, marker placement) gives
+    the poses Pinocchio computes from the truth URDF (2 x 600 samples: two threads)."""
+    log = marker_log(iiwa, scene, 600, seed=6)
+    problem = KinematicProblem.from_log(log)
+    for marker, (p, R) in zip(log.markers, problem.predict(true_model(iiwa, scene)), strict=True):
+        assert np.abs(p - marker.position).max() < 1e-12
+        if marker.rotation is not None:
+            assert np.abs(R - marker.rotation).max() < 1e-12
+    assert np.abs(problem.residual(true_model(iiwa, scene))).max() < 1e-12
+
+
+def jacobian_by_differences(problem: KinematicProblem, model: KinematicModel):
+    """Residuals and d r / d delta by central differences of the residual through ``retract``."""
+    p = 6 * model.chain.n + sum(problem.sizes)
+    J = central_differences(lambda x: problem.residual(problem.retract(model, x)), np.zeros(p))
+    return problem.residual(model), J
+
+
+def test_normal_equations_match_finite_differences(iiwa, scene):
+    """The factors folded by the compiled kernel, without a dense Jacobian, give the normal
+    equations (J S)^T W (J S), (J S)^T W r and the singular values of J P of the central-
+    difference Jacobian: unknown device, a 6D and a 3D marker, unseen samples, IRLS weights,
+    600 samples (two threads)."""
+    log = marker_log(iiwa, scene, 600, seed=7, noise=1e-3)
+    log.markers[0].position[[5, 77]] = np.nan  # unseen in those samples
+    log.markers[1].position[300] = np.nan
+    problem = replace(KinematicProblem.from_log(log), rotation_weight=0.3)
+    p = 6 * iiwa.n + sum(problem.sizes)  # joints, device, two markers
+    model = problem.retract(problem.start(iiwa), np.random.default_rng(8).normal(0, 1e-2, p))
+    r_fd, J_fd = jacobian_by_differences(problem, model)
+    assert r_fd.size == 3 * (2 * 598 + 599)
+    w = np.random.default_rng(9).uniform(0.1, 1.0, size=r_fd.size)
+    linear = problem.linearise(model, w)
+    assert np.array_equal(linear.r, r_fd)
+    P = linear.P
+    S = np.linalg.qr(P @ np.random.default_rng(10).normal(size=(P.shape[1], 20)))[0]
+    A, g = linear.normal_equations(S)
+    JS = J_fd @ S
+    A_fd, g_fd = JS.T @ (w[:, None] * JS), JS.T @ (w * r_fd)
+    assert np.abs(A - A_fd).max() < 1e-7 * np.abs(A_fd).max()
+    assert np.abs(g - g_fd).max() < 1e-7 * np.abs(g_fd).max()
+    s = np.linalg.svd(linear.jacobian_factor @ P, compute_uv=False)
+    s_fd = np.linalg.svd(J_fd @ P, compute_uv=False)
+    assert np.abs(s - s_fd).max() < 1e-7 * s_fd[0]
+    unweighted = problem.linearise(model)
+    A, g = unweighted.normal_equations(S)
+    assert np.abs(A - JS.T @ JS).max() < 1e-7 * np.abs(JS.T @ JS).max()
+    assert np.abs(g - JS.T @ r_fd).max() < 1e-7 * np.abs(JS.T @ r_fd).max()
+    # the dense rows (evaluate) are the same derivatives
+    _, J = problem.evaluate(model)
+    assert np.abs(J - J_fd).max() < 1e-7 * np.abs(J_fd).max()
+
+
+def test_unseen_samples_recovered_exactly(iiwa, scene):
+    """Markers missing in some samples (NaN rows): the fit uses the rest and still predicts
+    held-out postures to 1e-8 (truth from Pinocchio)."""
+    log = marker_log(iiwa, scene, 600, seed=12)
+    log.markers[0].position[::7] = np.nan
+    log.markers[0].rotation[::11] = np.nan
+    log.markers[1].position[::5] = np.nan
+    fit = calibrate_kinematic(iiwa, KinematicProblem.from_log(log))
+    assert np.abs(fit.solution.residual).max() < 1e-9
+    held_out = KinematicProblem.from_log(marker_log(iiwa, scene, 100, seed=13))
+    for marker, (p, _) in zip(held_out.markers, held_out.predict(fit.model), strict=True):
+        assert np.abs(p - marker.position).max() < 1e-8

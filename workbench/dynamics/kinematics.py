@@ -1,20 +1,13 @@
-"""Forward kinematics of frames on a tree and their Jacobians with respect to eta.
+"""Forward kinematics of frames on a tree and the motion of every link.
 
-Zero-reference normal form (Kwon §2, footnote 1): a frame fixed to link k at
+Zero-reference normal form ([Kwon] §2, footnote 1): a frame fixed to link k at
 ``M`` (its pose in the base frame at q = 0) is at
 
     T(q) = prod_{j on the path to k} exp([A_j] q_j) M.
 
-Its spatial (base-frame) twist under eta, at eta = 0: with ``E_j =
-exp([A_j] q_j)`` and the partial products ``P_a = E_1 ... E_a`` (P_0 = I)
-along the path, perturbing eta_j conjugates ``E_j <- exp(d eta_j) E_j
-exp(-d eta_j)``, so the frame moves by
-
-    d xi = (Ad_{P_{a-1}} - Ad_{P_a}) d eta_j      (joint j at path position a),
-    d xi = Ad_{P_k} d eta_frame                   (the frame itself, k joints on the path),
-
-which is Kwon's eq. 8 (``dA_j = -ad_{A_j} d eta_j``) integrated along the
-chain. A point p of the frame moves by ``dp = [-[p], I] d xi``.
+The derivatives of such poses with respect to eta, as the kinematic
+calibration needs them, are compiled with its residuals
+(:mod:`workbench.calibration.kinematic`, :mod:`workbench.calibration.kinematic_kernels`).
 """
 
 from __future__ import annotations
@@ -55,36 +48,6 @@ def forward_kinematics(chain: Chain, q: ArrayLike) -> Array:
     qs, batched = as_samples(q, chain.n, "q", chain.joint_names)
     T = _partial_products(chain, qs, tool_path(chain))[:, -1] @ chain.tool_frame
     return T if batched else T[0]
-
-
-def frame_jacobian(
-    chain: Chain, q: Array, link: int, placement: Array
-) -> tuple[Array, Array, Array]:
-    """Poses T (N, 4, 4) of a frame on ``link``, d xi / d eta_joints (N, 6, 6 n), d xi / d_frame.
-
-    Spatial (base-frame) twists at the current chain (module docstring);
-    joints off the path give zeros. The last array is (N, 6, 6).
-    """
-    path = path_to(chain, link)
-    P = _partial_products(chain, q, path)
-    T = P[:, -1] @ placement
-    AdP = lie.Ad(P)  # (N, k+1, 6, 6)
-    J = np.zeros((q.shape[0], 6, chain.n, 6))
-    J[:, :, path, :] = np.swapaxes(AdP[:, :-1] - AdP[:, 1:], 1, 2)
-    return T, J.reshape(q.shape[0], 6, 6 * chain.n), AdP[:, -1]
-
-
-def tool_jacobian(chain: Chain, q: ArrayLike) -> tuple[Array, Array]:
-    """Tool poses T (N, 4, 4) and the spatial twist Jacobian d xi / d eta (N, 6, 6(n+1))."""
-    qs, _ = as_samples(q, chain.n, "q", chain.joint_names)
-    T, J, J_tool = frame_jacobian(chain, qs, chain.tool_parent, chain.tool_frame)
-    return T, np.concatenate([J, J_tool], axis=2)
-
-
-def point_jacobian(T: Array, J_twist: Array) -> Array:
-    """d p / d params (N, 3, p) of a frame's origin p from its spatial twist Jacobian."""
-    G = np.concatenate([-lie.hat3(T[:, :3, 3]), np.broadcast_to(np.eye(3), T[:, :3, :3].shape)], 2)
-    return np.einsum("nij,njk->nik", G, J_twist)
 
 
 def link_motion(chain: Chain, q: Array, dq: Array, ddq: Array) -> tuple[Array, Array, Array, Array]:
