@@ -20,7 +20,7 @@
 
 The in-memory fit of the subset needs about 14 KB per sample (1M samples of a
 6-joint robot: ~14 GB); it is skipped, with a message, when the machine has
-less memory available than twice that.
+less memory available than that.
 """
 
 from __future__ import annotations
@@ -103,8 +103,9 @@ def identify(kind: str, model: str, path: str, out: str | None) -> dict:
     import workbench as wb
     from workbench.calibration.drives import Drives
     from workbench.calibration.dynamic import fit_equations, torque_equations
+    from workbench.calibration.normal_equations import accumulate
     from workbench.calibration.torque_model import TorqueModel, base_parameters
-    from workbench.dynamics.kernels import warm_up
+    from workbench.warm_up import warm_up
 
     warm_up()
     chain = wb.models.load(model, moving=True)
@@ -132,7 +133,10 @@ def identify(kind: str, model: str, path: str, out: str | None) -> dict:
             log = read_log(path, chain, require=("tau",))
         model_ = TorqueModel(chain, Drives(chain.n))
         base = base_parameters(model_)
-        equations = torque_equations(model_, base, log)
+        if kind == "chunked":
+            equations = accumulate(model_, base, log)
+        else:
+            equations = torque_equations(model_, base, log)
         fit = fit_equations(model_, base, equations, x0=model_.values())
         result["beta"] = fit.beta.tolist()
         result["std"] = fit.std.tolist()
@@ -193,7 +197,7 @@ def main() -> int:
         small_c = run_child("chunked", args.model, folder / "subset.parquet")
         print(f"subset, chunked: {small_c['seconds']:.1f} s, {small_c['peak_rss_mb']:.0f} MB",
               file=sys.stderr)  # fmt: skip
-        need = 14e-3 * args.subset * 2  # MB: twice the in-memory fit's ~14 KB per sample
+        need = 15e-3 * args.subset  # MB: the in-memory fit's ~14 KB per sample, and some
         if available_mb() < need:
             print(f"in-memory fit skipped: {available_mb():.0f} MB available, {need:.0f} MB "
                   "wanted", file=sys.stderr)  # fmt: skip

@@ -58,17 +58,6 @@ def as_real_array(x: ArrayLike, what: str) -> NDArray[np.float64]:
     return arr
 
 
-def check_chain(chain: object, what: str = "chain") -> None:
-    """Raise unless ``chain`` is a :class:`~workbench.chain.Chain` (naming the argument)."""
-    from workbench.chain import Chain
-
-    if not isinstance(chain, Chain):
-        hint = " (load one with wb.models.load or wb.load_urdf)" if isinstance(chain, str) else ""
-        raise WorkbenchError(
-            f"{what} must be a workbench Chain; got {type(chain).__name__} {chain!r:.60}{hint}"
-        )
-
-
 def same_batch(*arrays: tuple[NDArray[np.float64], str]) -> int:
     """Check that (array, name) pairs share their sample count; return it.
 

@@ -334,3 +334,12 @@ def _impossible_inertia(phi: Array) -> str | None:
             "include a negative one"
         )
     return None
+
+
+def check_chain(chain: object, what: str = "chain") -> None:
+    """Raise unless ``chain`` is a :class:`~workbench.chain.Chain` (naming the argument)."""
+    if not isinstance(chain, Chain):
+        hint = " (load one with wb.models.load or wb.load_urdf)" if isinstance(chain, str) else ""
+        raise WorkbenchError(
+            f"{what} must be a workbench Chain; got {type(chain).__name__} {chain!r:.60}{hint}"
+        )

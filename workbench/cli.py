@@ -18,6 +18,7 @@ import sys
 
 from workbench import __version__
 from workbench.errors import WorkbenchError
+from workbench.io import Terminated, raise_on_sigterm
 
 COMMANDS = {
     "reach": "workbench.commands.reach",
@@ -61,7 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code (module docstring)."""
-    from workbench.io import Terminated, raise_on_sigterm
 
     args = build_parser().parse_args(argv)
     raise_on_sigterm()

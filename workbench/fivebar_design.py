@@ -5,7 +5,6 @@ motors, joints 2, 3 and 5 are passive; link 3 carries the end effector and
 closes the loop through joint 5. At the home configuration (all joint
 values zero) the axes are, with ``b`` the angle between the motor axes,
 ``a_p`` the proximal and ``a_d`` the distal arc angle::
-
     w1 = (-sin(b/2), 0, -cos(b/2))      w4 = (sin(b/2), 0, -cos(b/2))
     w3 = (0, 0, 1)                       (the end-effector axis, pointing up)
     w2 = (x, y, cos a_d),  x = -(cos a_p + cos(b/2) cos a_d) / sin(b/2), y > 0
@@ -41,7 +40,10 @@ import numpy as np
 from workbench import inertia, lie
 from workbench.chain import Chain, Frame
 from workbench.errors import WorkbenchError
+from workbench.io import atomic_write
 from workbench.lie import Array
+from workbench.mesh import mass_properties
+from workbench.urdf import write_urdf
 
 TREE_LINKS = ("link_1", "link_2", "link_3", "link_4", "link_5")
 TREE_JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5")
@@ -223,7 +225,6 @@ class FiveBarDesign:
 
         Link 5 has no parts: it is the massless link after joint 5.
         """
-        from workbench.mesh import mass_properties
 
         phi = np.zeros((5, 10))
         for part in self.parts():
@@ -233,9 +234,6 @@ class FiveBarDesign:
     def write_model(self, directory: str | os.PathLike) -> Path:
         """Write ``fivebar.urdf`` and one STL per part (in its link's frame) into ``directory``."""
         import trimesh
-
-        from workbench.io import atomic_write
-        from workbench.urdf import write_urdf
 
         directory = Path(directory)
         chain = self.chain()

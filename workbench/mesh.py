@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike
 
 from workbench.dynamics import kernels as sk
 from workbench.errors import WorkbenchError
+from workbench.inertia import rotational_inertia
 from workbench.lie import Array
 
 UNITS = {"m": 1.0, "cm": 1e-2, "mm": 1e-3, "in": 0.0254}
@@ -67,7 +68,6 @@ class MassProperties:
     @property
     def inertia(self) -> Array:
         """Rotational inertia (3, 3) about the origin (tensor entries)."""
-        from workbench.inertia import rotational_inertia
 
         return rotational_inertia(self.phi)
 

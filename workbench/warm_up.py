@@ -16,6 +16,9 @@ import numpy as np
 
 from workbench import inertia
 from workbench.chain import PRISMATIC, REVOLUTE, Chain
+from workbench.closed_chains import load
+from workbench.closed_chains.derivatives import closed_chain_derivatives
+from workbench.closed_chains.kinematics import accelerations
 from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import torque_regressor
@@ -38,10 +41,6 @@ def warm_up(closed_chains: bool = True) -> None:
     faces = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
     mass_properties(vertices, faces, derivatives=True)
     if closed_chains:
-        from workbench.closed_chains import load
-        from workbench.closed_chains.derivatives import closed_chain_derivatives
-        from workbench.closed_chains.kinematics import accelerations
-
         model = load("planar_fivebar")
         home = model.home[None]
         accelerations(model, home, 0 * home, np.zeros((1, len(model.active))))

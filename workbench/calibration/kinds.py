@@ -30,15 +30,18 @@ import numpy as np
 
 from workbench import lie
 from workbench.calibration.chunked_logs import ChunkedLog
+from workbench.calibration.closed_chain import ClosedChainTwistProblem
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
 from workbench.calibration.dynamic import fit_equations, torque_equations
 from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
 from workbench.calibration.normal_equations import Split, accumulate
 from workbench.calibration.samples import Log
 from workbench.calibration.torque_model import TorqueModel, base_parameters
-from workbench.calibration.twist import TwistProblem, calibrate_twist
+from workbench.calibration.twist import TwistModel, TwistProblem, calibrate_twist
 from workbench.calibration.validation import relative_rms
 from workbench.chain import Chain
+from workbench.closed_chains.kinematics import solve_passive
+from workbench.closed_chains.model import ClosedChain
 from workbench.errors import WorkbenchError
 from workbench.eta import twist_covariance
 from workbench.lie import Array
@@ -188,9 +191,6 @@ class TwistCalibrationProblem:
     unit = "N m"
 
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
-        from workbench.calibration.closed_chain import ClosedChainTwistProblem
-        from workbench.closed_chains.model import ClosedChain
-
         self.options = options
         self.nominal = chain
         drives = _drives(chain, log, options)
@@ -218,8 +218,6 @@ class TwistCalibrationProblem:
         return None
 
     def errors(self, fit, rows: np.ndarray) -> Array:
-        from workbench.calibration.twist import TwistModel
-
         model = TwistModel(self.nominal, self.x0) if fit is None else fit.model
         problem = self._rows(rows)
         return problem.predict(model) - problem.measured()
@@ -259,8 +257,6 @@ class TwistCalibrationProblem:
             )
         }
         if self.tree is not self.nominal:  # a closed chain: its closure file on the new tree
-            from workbench.closed_chains.kinematics import solve_passive
-
             closed = fit.chain
             home = solve_passive(closed, closed.home[closed.active], guess=closed.home)
             files["calibrated.toml"] = replace(closed, home=home).closure_file_text(

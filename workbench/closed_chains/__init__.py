@@ -21,6 +21,7 @@ from workbench.closed_chains.kinematics import check_assembly
 from workbench.closed_chains.model import TASKS, ClosedChain, Closure
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
+from workbench.resources import shipped
 from workbench.urdf import load_urdf
 
 # name -> closure file under the shipped models/ directory
@@ -42,8 +43,6 @@ def is_closed_chain(name: str | os.PathLike) -> bool:
 def load(name: str | os.PathLike) -> ClosedChain:
     """A shipped closed chain by name, or a closure file by path."""
     if str(name) in SHIPPED:
-        from workbench.resources import shipped
-
         return _load(shipped("models") / SHIPPED[str(name)])
     if str(name).endswith(".toml"):
         return read(name)

@@ -4,7 +4,6 @@ A closure between frames A (on link a) and B (on link b) depends on the
 relative pose ``X = T_B^{-1} T_A``. The joints both links share cancel, and
 what remains is one serial product over the loop (Kwon's normal form with
 eta, [Kwon] eq. 6):
-
     X = M_B(eta)^{-1} [prod_{j in b's branch, leaf first} E_j(eta)^{-1}]
                       [prod_{j in a's branch, root first} E_j(eta)] M_A(eta),
     E_j(eta) = exp([eta_j]) exp([A_j] q_j) exp(-[eta_j]),
@@ -20,7 +19,6 @@ coordinates by ``delta`` gives
 Along a direction w (joint values u, eta e) factor l turns at the twist
 ``zeta_l(w)`` (``sign u_j S_l`` for a joint, ``sign Ad_{P_l} e_k`` for eta
 block k). Differentiating (1), with ``Z_l(w) = sum_{k<l} zeta_k(w)``:
-
     dX[w]      = [V(w)] X,  V(w) = sum_l zeta_l(w),                         (2)
     d2X[a, b]  = sum_l ([Z_l(a) + zeta_l(a)/2][zeta_l(b)]
                         + [Z_l(b) + zeta_l(b)/2][zeta_l(a)]) X,              (3)
@@ -43,6 +41,7 @@ import numpy as np
 
 from workbench import lie
 from workbench.chain import Chain
+from workbench.closed_chains.loop_kernels import loop_pose
 from workbench.lie import Array
 
 
@@ -85,7 +84,6 @@ class LoopState:
 
     def __init__(self, chain: Chain, factors: tuple[Factor, ...], M_a: Array, M_b: Array,
                  q: Array):  # fmt: skip
-        from workbench.closed_chains.loop_kernels import loop_pose
 
         n = q.shape[1]
         joint = np.array([f.joint for f in factors], dtype=np.int64)

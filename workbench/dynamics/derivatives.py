@@ -82,7 +82,7 @@ from workbench.dynamics.inverse_dynamics import (
     check_state,
     kernel_model,
 )
-from workbench.lie import Array
+from workbench.lie import Array, pinocchio_vector
 from workbench.pinocchio_conversion import shared_model
 
 
@@ -428,8 +428,6 @@ def rnea_derivatives_pinocchio(
     BENCHMARKS.md compares it with :func:`twist_derivatives`. Each output is (N, n, n).
     """
     import pinocchio as pin
-
-    from workbench.lie import pinocchio_vector
 
     state = check_state(chain, q, dq, ddq, f_tool)
     model = shared_model(chain)

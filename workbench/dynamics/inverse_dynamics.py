@@ -18,8 +18,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from workbench.arrays import as_samples, broadcast_samples, check_chain, same_batch
-from workbench.chain import Chain
+from workbench.arrays import as_samples, broadcast_samples, same_batch
+from workbench.chain import Chain, check_chain
 from workbench.dynamics import kernels as sk
 from workbench.inertia import rotational_inertia
 from workbench.lie import Array

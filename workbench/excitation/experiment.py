@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench.calibration.drives import Drives, read_drive_file, sidecar_path
+from workbench.calibration.dynamic import calibrate_dynamic
 from workbench.calibration.samples import Log
 from workbench.calibration.simulate import perturbed_truth
 from workbench.calibration.torque_model import TorqueModel, base_parameters
@@ -341,7 +342,6 @@ def identification_errors(
     terms, WLS). Returns per trajectory: ``errors`` (repeats, p) of the base
     parameters, ``predicted`` std (p,) from F of the samples, ``truth`` (p,).
     """
-    from workbench.calibration.dynamic import calibrate_dynamic
 
     truth = perturbed_truth(chain, "dynamic", perturb, friction, seed=seed + 1)
     drives = Drives(chain.n)

@@ -35,6 +35,9 @@ from workbench.calibration.samples import Log
 from workbench.excitation.experiment import ExcitationResult, Prediction
 from workbench.io import atomic_write_text
 from workbench.lie import Array
+from workbench.viz import excitation_plots as plots
+from workbench.viz import viewer
+from workbench.viz.playback import robot_by_name
 
 
 def _number(x: float) -> float | None:
@@ -161,7 +164,6 @@ def summary(result: ExcitationResult, model: str) -> dict[str, Any]:
 
 def write_results(stage: Path, result: ExcitationResult, model: str) -> list[Path]:
     """Write every output file of ``result`` into ``stage`` (module docstring)."""
-    from workbench.viz import excitation_plots as plots
 
     chain = result.chain
     names = chain.joint_names
@@ -239,8 +241,6 @@ def _write_coefficients(path: Path, result: ExcitationResult) -> Path:
 
 def write_animation(path: Path, result: ExcitationResult, model: str) -> Path:
     """The meshcat animation of the trajectory (or of the postures, one per second on screen)."""
-    from workbench.viz import viewer
-    from workbench.viz.playback import robot_by_name
 
     robot = robot_by_name(model)
     t, q = result.t, result.q

@@ -18,7 +18,11 @@ c at every knot at once gives column c of all K blocks in two batched
 calls (2 (n + m) calls in all; columns in which Y is affine, such as
 accelerations in inverse dynamics, are skipped and filled by symmetry;
 a shared input in which Y is affine, such as inertial parameters, costs
-nothing: its mixed block comes with the X columns).
+nothing: its mixed block comes with the X columns). Along inputs in which Y
+is at most quadratic (velocities and accelerations in inverse dynamics and
+in the closures' velocity and acceleration levels) the Jacobian is at most
+quadratic too, so its central difference is exact for any step: a unit step
+there leaves only rounding; elsewhere the step is ``STEP``.
 The lam part is the analytic Jacobian.
 
 With ``finite_differences=True`` the same callback offers no Jacobian and
@@ -33,6 +37,7 @@ import casadi as ca
 import numpy as np
 
 Evaluate = Callable[..., tuple[np.ndarray, ...]]
+STEP = 1e-6  # central-difference step of the second derivatives (inputs of O(1))
 
 
 class BatchedCallback(ca.Callback):
@@ -49,12 +54,16 @@ class BatchedCallback(ca.Callback):
         finite_differences: bool = False,
         affine_inputs: Sequence[int] = (),
         affine_shared: bool = False,
+        quadratic_inputs: Sequence[int] = (),
     ):
         ca.Callback.__init__(self)
         self.evaluate = evaluate
         self.knots, self.n_in, self.n_out, self.n_shared = knots, n_in, n_out, n_shared
         self.finite_differences = finite_differences
         self.curved_inputs = [c for c in range(n_in) if c not in set(affine_inputs)]
+        # central differences of the Jacobian are exact along inputs in which Y is at most
+        # quadratic (whatever the step): a unit step there leaves only rounding
+        self.steps = np.where(np.isin(np.arange(n_in), quadratic_inputs), 1.0, STEP)
         self.affine_shared = affine_shared
         self._cache_key: bytes | None = None
         self._cache: tuple[np.ndarray, ...] = ()
@@ -153,24 +162,24 @@ class BatchedCallback(ca.Callback):
         d(J_X^T lam)/dP (K, n, m) (whose transpose is d(J_P^T lam)/dX, knot by
         knot) and d(J_P^T lam)/dP (m, m); the X-X and P-P blocks are symmetrised.
         """
-        step = 1e-6
         n, m, K = self.n_in, self.n_shared, self.knots
 
         def difference(dX, dP):
             plus = _contract(self.run_model(X + dX, P + dP, True)[1:], lam, per_knot=True)
             minus = _contract(self.run_model(X - dX, P - dP, True)[1:], lam, per_knot=True)
-            return [(a - b) / (2 * step) for a, b in zip(plus, minus, strict=True)]
+            return [(a - b) / (2 * STEP) for a, b in zip(plus, minus, strict=True)]
 
         xx, xp, pp = np.zeros((K, n, n)), np.zeros((K, n, m)), np.zeros((m, m))
         # Y affine in P: d2Y/dP2 = 0 and the mixed block comes with the X columns
         columns = np.arange(n) if m and self.affine_shared else np.array(self.curved_inputs)
         # all X columns at once: one batched call on the 2 C K perturbed knots
-        shifts = step * np.eye(n)[columns][:, None, :]  # (C, 1, n)
+        steps = self.steps[columns]
+        shifts = (steps[:, None] * np.eye(n)[columns])[:, None, :]  # (C, 1, n)
         stacked = np.concatenate([X + shifts, X - shifts]).reshape(-1, n)
         jacobians = self.run_model(stacked, P, True)[1:]
         lam_stacked = np.tile(lam, (2 * len(columns), 1))
         by_x = [
-            (d[: len(columns)] - d[len(columns) :]) / (2 * step)
+            (d[: len(columns)] - d[len(columns) :]) / (2 * steps[:, None, None])
             for d in (
                 c.reshape(2 * len(columns), K, -1)
                 for c in _contract(jacobians, lam_stacked, per_knot=True)
@@ -181,7 +190,7 @@ class BatchedCallback(ca.Callback):
             xp[:, columns, :] = np.moveaxis(by_x[1], 0, 1)
         if m and not self.affine_shared:
             for c in range(m):
-                xp[:, :, c], by_p = difference(np.zeros(n), step * np.eye(m)[c])
+                xp[:, :, c], by_p = difference(np.zeros(n), STEP * np.eye(m)[c])
                 pp[:, c] = by_p.sum(axis=0)
         skipped = np.setdiff1d(np.arange(n), columns)
         xx[:, :, skipped] = np.swapaxes(xx, -1, -2)[:, :, skipped]  # symmetry; affine pairs: 0

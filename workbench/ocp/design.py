@@ -36,6 +36,7 @@ from workbench.errors import WorkbenchError
 from workbench.fivebar_design import TREE_LINKS, FiveBarDesign, Part
 from workbench.lie import Array
 from workbench.mesh import MeshShape, mass_properties
+from workbench.resources import shipped
 
 PLACEABLE = {"payload": 2, "rotor_1": 0, "rotor_4": 3}  # part -> index of its axis in w1..w5
 VARIABLES = ("arc_width", *(f"{part}_offset" for part in PLACEABLE))
@@ -91,7 +92,6 @@ class DesignSpace:
         to the problem file; default the shipped ``models/fivebar/design.toml``),
         ``mass_budget`` (kg) and ``[design.variables]`` mapping names to
         [lower, upper] bounds (m)."""
-        from workbench.resources import shipped
 
         if model != "fivebar":
             raise WorkbenchError(

@@ -91,14 +91,16 @@ def model_callbacks(
 
     fd = finite_differences
     accelerations = range(2 * n, 3 * n)  # torque and closure are affine in ddq
+    rates = range(n, 3 * n)  # ... and at most quadratic in (dq, ddq)
     functions = {
         "torque": BatchedCallback(
             "torque", torque, knots, 3 * n, a, n_shared=0 if design is None else phi_size,
             finite_differences=fd, affine_inputs=accelerations, affine_shared=True,
+            quadratic_inputs=rates,
         ),
         "closure": BatchedCallback(
             "closure", closure, knots, 3 * n, 3 * len(rows), finite_differences=fd,
-            affine_inputs=accelerations,
+            affine_inputs=accelerations, quadratic_inputs=rates,
         ),
         "task": BatchedCallback("task", task_vector, 1, n, 3, finite_differences=fd),
     }  # fmt: skip

@@ -2,7 +2,6 @@
 
 A problem file names a closed chain (a shipped name or a closure file)
 and the task; every key but ``start`` and ``goal`` has a default::
-
     [task]
     model = "fivebar"          # a shipped closed chain or a closure file
     start = [0.0, -0.5, 0.866] # the tool's task vector at t = 0: a pointing
@@ -36,6 +35,7 @@ import numpy as np
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.ocp.design import DesignSpace
 
 # A longer reaching motion is a typo (seconds for milliseconds?), not a problem to solve.
 MAX_DURATION = 3600.0
@@ -102,8 +102,6 @@ class ReachProblem:
         max_iterations = solver.integer("max_iterations", 1000, minimum=1)
         design = None
         if "design" in top:
-            from workbench.ocp.design import DesignSpace
-
             design = DesignSpace.from_section(top.section("design"), model, base)
         for section in (task, transcription, solver, top):
             section.done()

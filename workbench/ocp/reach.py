@@ -38,7 +38,7 @@ import casadi as ca
 import numpy as np
 
 from workbench.closed_chains import load
-from workbench.closed_chains.dynamics import simulate
+from workbench.closed_chains.dynamics import forward_dynamics, simulate
 from workbench.closed_chains.kinematics import (
     accelerations,
     independent_rows,
@@ -58,6 +58,7 @@ from workbench.lie import Array
 from workbench.ocp.model_functions import model_callbacks
 from workbench.ocp.nlp import Constraints, ipopt_options, status, violation
 from workbench.ocp.problem import ReachProblem, ReachResult
+from workbench.warm_up import warm_up
 
 
 # ------------------------------------------------------------ configurations
@@ -189,7 +190,6 @@ def solve(
     the analytic callbacks, e.g. CasADi-native ones for comparison). Ctrl-C
     during the solve raises KeyboardInterrupt once IPOPT has stopped.
     """
-    from workbench.warm_up import warm_up
 
     model = load(problem.model) if model is None else model
     K = problem.knots
@@ -271,7 +271,6 @@ def duration_check(
     inertia is smaller). A duration that passes may still be infeasible; one
     that fails is (velocity) or almost surely is (acceleration).
     """
-    from workbench.closed_chains.dynamics import forward_dynamics
 
     tree, active = model.tree, model.active
     distance = np.abs(q_goal - q_start)

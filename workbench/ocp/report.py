@@ -25,6 +25,9 @@ import numpy as np
 from workbench.closed_chains.model import ClosedChain
 from workbench.ocp.problem import ReachProblem, ReachResult
 from workbench.ocp.reach import objective_unit
+from workbench.viz import plots, viewer
+from workbench.viz.report_page import write_report_page
+from workbench.viz.scene import Robot
 
 
 def joint_label(name: str) -> str:
@@ -36,9 +39,6 @@ def write_results(
     stage: Path, problem: ReachProblem, result: ReachResult, model: ClosedChain
 ) -> None:
     """Write every result file of a solved problem into ``stage``."""
-    from workbench.viz import plots, viewer
-    from workbench.viz.report_page import write_report_page
-    from workbench.viz.scene import Robot
 
     summary = {"problem": problem.source, "model": problem.model, **result.summary()}
     summary["objective_unit"] = objective_unit(problem)

@@ -55,9 +55,11 @@ from typing import Any
 
 import numpy as np
 
+from workbench.dynamics.kernels import available_cores
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write, atomic_write_text, check_output_directory
 from workbench.sweep.spec import Sweep, Task, neighbours
+from workbench.sweep.table import write_outputs
 from workbench.sweep.tasks import START_EVENT, TRAJECTORY_KEYS, solve_task
 
 UNSOLVED_RETRY = ("failed", "infeasible")
@@ -88,8 +90,6 @@ class SweepOutcome:
 
 # ----------------------------------------------------------------- cluster
 def cores() -> int:
-    from workbench.dynamics.kernels import available_cores
-
     return available_cores()
 
 
@@ -365,8 +365,6 @@ class _Run:
         self.rows[task.id] = row
 
     def finish(self) -> None:
-        from workbench.sweep.table import write_outputs
-
         rows = [
             {"id": t.id, **t.inputs, **self.rows[t.id]} for t in self.sweep.tasks
             if t.id in self.rows

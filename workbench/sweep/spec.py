@@ -2,7 +2,6 @@
 
 A sweep file (TOML) names a reaching problem file (:mod:`workbench.ocp.problem`)
 and what to vary in it; paths are relative to the sweep file::
-
     [sweep]
     problem = "fivebar_reach.toml"  # the base problem
     warm_start = "rescue"           # or "neighbours", "none" (below)
@@ -62,9 +61,11 @@ from typing import Any
 
 import numpy as np
 
+from workbench.closed_chains import load
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.ocp.problem import ReachProblem
 
 WARM_STARTS = ("rescue", "neighbours", "none")
 NEIGHBOUR_RADIUS = 1.5  # grid steps: the 8 neighbours of a point on a 2-D grid
@@ -113,8 +114,6 @@ class Sweep:
 
     @classmethod
     def from_dict(cls, raw: dict, source: str, base: Path) -> Sweep:
-        from workbench.ocp.problem import ReachProblem
-
         top = Section(raw, source)
         head = top.section("sweep", required=True)
         problem_path = base / head.string("problem")
@@ -347,15 +346,12 @@ def _set_path(raw: dict, dotted: str, value: Any, where: str) -> None:
 
 
 def _task_kind(model: str) -> str:
-    from workbench.closed_chains import load
-
     return load(model).task
 
 
 # ------------------------------------------------------------------- tasks
 def _expand(source: str, problem_raw: dict, problem_path: Path, goals, axes) -> list[Task]:
     """Every combination as a validated Task (module docstring)."""
-    from workbench.ocp.problem import ReachProblem
 
     goal_options = goals if goals is not None else [None]
     scales = [_spacing(values) if all(_is_number(v) for v in values) else None

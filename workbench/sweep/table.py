@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from workbench.io import atomic_write, atomic_write_text
+from workbench.sweep.plots import plot_effort_map
 
 RESULT_COLUMNS = (
     "status", "message", "objective", "iterations", "solve_time_s", "task_time_s",
@@ -97,8 +98,6 @@ def csv_text(sweep, rows: list[dict[str, Any]]) -> str:
 def write_outputs(sweep, out: Path, rows: list[dict[str, Any]], outcome) -> None:
     """results.parquet, results.csv, effort_map.png and sweep.json in ``out``."""
     import pyarrow.parquet as pq
-
-    from workbench.sweep.plots import plot_effort_map
 
     table = arrow_table(sweep, rows)
     atomic_write(out / "results.parquet", lambda tmp: pq.write_table(table, tmp))

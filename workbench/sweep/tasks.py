@@ -23,6 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from workbench.closed_chains import load
+from workbench.dynamics.kernels import set_num_threads
+from workbench.ocp.problem import ReachProblem
+from workbench.ocp.reach import solve
+
 TRAJECTORY_KEYS = ("t", "q", "dq", "ddq", "tau")
 START_EVENT = "workbench-sweep-start"  # logged on the scheduler when a task starts (timeouts)
 
@@ -90,10 +95,6 @@ def _announce_start() -> None:
 
 
 def _solve(payload: dict[str, Any]):
-    from workbench.closed_chains import load
-    from workbench.dynamics.kernels import set_num_threads
-    from workbench.ocp.problem import ReachProblem
-    from workbench.ocp.reach import solve
 
     set_num_threads(1)  # one task per core: the kernels' thread pool would oversubscribe
     problem = ReachProblem.from_dict(payload["raw"], payload["source"], Path(payload["base"]))

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from workbench import closed_chains, models
 from workbench.errors import WorkbenchError
 from workbench.viz.scene import Robot, check_trajectory
 
@@ -43,7 +44,6 @@ def load_playback(result: str | os.PathLike, model: str | None = None) -> Playba
     ``workbench reach`` result), else the spherical five-bar. A closed
     chain's trajectories hold its tree's joint values, the robot's.
     """
-    from workbench import closed_chains
 
     path = trajectory_file(result)
     t, q = _read_t_q(path)
@@ -78,7 +78,6 @@ def _summary_model(path: Path) -> str | None:
 
 def robot_by_name(model: str) -> Robot:
     """A :class:`Robot` from a URDF path or a name known to :mod:`workbench.models`."""
-    from workbench import models
 
     if model.endswith(".urdf") or Path(model).is_file():
         return Robot.from_urdf(model)
