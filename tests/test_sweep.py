@@ -256,3 +256,14 @@ def test_ctrl_c_stops_the_cluster_and_keeps_rows(tmp_path):
     assert (out / "results.parquet").is_file()
     done = json.loads((out / "sweep.json").read_text())["done"]
     assert 1 <= done < 8
+
+
+def test_unreachable_scheduler_is_one_line_and_writes_nothing(tmp_path, capsys):
+    from workbench.cli import main
+
+    out = tmp_path / "out"
+    args = ["sweep", str(sweep_file(tmp_path, SMALL)), "--out", str(out)]
+    assert main([*args, "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--scheduler tcp://127.0.0.1:1: cannot reach it" in err[0]
+    assert not out.exists()

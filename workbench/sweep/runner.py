@@ -160,15 +160,17 @@ def run_sweep(
     called after each row is stored; ``echo`` prints the dashboard line.
     """
     out = check_output_directory(out)
-    try:
-        (out / "tasks").mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WorkbenchError(f"--out {out}: cannot create it: {exc.strerror or exc}") from None
     run = _Run(sweep, out, warm_start or sweep.warm_start, on_result)
     started = time.perf_counter()
     context = contextlib.nullcontext(client) if client is not None else connect(workers, scheduler)
     try:
         with context as active:
+            try:  # only once the cluster is there: a sweep that cannot start writes nothing
+                (out / "tasks").mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise WorkbenchError(
+                    f"--out {out}: cannot create it: {exc.strerror or exc}"
+                ) from None
             run.outcome.workers = len(active.scheduler_info(n_workers=-1)["workers"])
             run.outcome.dashboard = dashboard_address(active)
             if run.outcome.dashboard:
