@@ -20,6 +20,7 @@ from workbench.calibration.twist import calibrate_twist
 from workbench.calibration.validation import EndSplit
 from workbench.cli import main
 from workbench.eta import twist_covariance
+from workbench.testing import central_differences
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +54,9 @@ def test_kinematic_jacobian_matches_central_differences(iiwa):
     log, _ = simulate_log(iiwa, samples=40, orientation=True, noise=1e-3)
     problem = KinematicProblem.from_log(log)
     _, J = problem.evaluate(iiwa)
-    h, p = 1e-6, 6 * (iiwa.n + 1)
-    J_fd = np.empty_like(J)
-    for k in range(p):
-        e = np.zeros(p)
-        e[k] = h
-        J_fd[:, k] = (problem.residual(iiwa.with_eta(e)) - problem.residual(iiwa.with_eta(-e))) / (
-            2 * h
-        )
+    J_fd = central_differences(
+        lambda eta: problem.residual(iiwa.with_eta(eta)), np.zeros(6 * (iiwa.n + 1))
+    )
     assert np.abs(J - J_fd).max() < 1e-6 * np.abs(J).max()
 
 

@@ -31,6 +31,7 @@ from workbench.closed_chains.kinematics import check_assembly
 from workbench.closed_chains.model import ClosedChain, Closure
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.errors import WorkbenchError
+from workbench.testing import central_differences
 from workbench.testing.closed_chain_reference import closed_chain_functions, evaluate
 from workbench.urdf import write_urdf
 
@@ -200,27 +201,17 @@ def test_jacobians_match_central_differences(model, name):
     h = 1e-6
     # S = dq / dq_a against central differences of solve_passive
     S = kinematics.velocity_map(model, q)
-    a = len(model.active)
-    fd = np.empty_like(S)
-    for k in range(a):
-        step = h * np.eye(a)[k]
-        plus = kinematics.solve_passive(model, q[:, model.active] + step, guess=q)
-        minus = kinematics.solve_passive(model, q[:, model.active] - step, guess=q)
-        fd[:, :, k] = (plus - minus) / (2 * h)
+    fd = central_differences(
+        lambda qa: kinematics.solve_passive(model, qa, guess=q), q[:, model.active], h,
+        samples=True,
+    )  # fmt: skip
     assert record(f"S vs central differences [{name}]", np.abs(S - fd).max()) <= 1e-7
     # J_p = dq_p / dq_a: the passive rows
     J_p = S[:, model.passive]
     assert np.abs(J_p - fd[:, model.passive]).max() <= 1e-7
     # K = dc/dq against central differences of the residual (at any q)
     K = kinematics.constraint_jacobian(model, q)
-    fd_K = np.stack(
-        [
-            (kinematics.residual(model, q + h * e) - kinematics.residual(model, q - h * e))
-            / (2 * h)
-            for e in np.eye(model.n)
-        ],
-        axis=-1,
-    )
+    fd_K = central_differences(lambda x: kinematics.residual(model, x), q, h, samples=True)
     assert record(f"K vs central differences [{name}]", np.abs(K - fd_K).max()) <= 1e-7
     # ... and against CasADi AD of the independent residual
     ref = reference(name, model)

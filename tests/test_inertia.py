@@ -13,6 +13,7 @@ import workbench as wb
 from tests.conftest import random_state
 from workbench import inertia, lie
 from workbench.dynamics.regressor import torque_regressor
+from workbench.testing import central_differences
 
 
 @pytest.fixture
@@ -57,11 +58,11 @@ def test_dphi_deta_against_finite_differences_of_eq29(rng):
         phi_bar = random_phi(rng)
         T = lie.exp_se3(rng.normal(size=6))
         phi = inertia.moved_phi(phi_bar, T)
-        numeric = np.empty((10, 6))
-        for k, e in enumerate(np.eye(6)):
-            plus = inertia.moved_phi(phi_bar, lie.exp_se3(h * e) @ T)
-            minus = inertia.moved_phi(phi_bar, lie.exp_se3(-h * e) @ T)
-            numeric[:, k] = (plus - minus) / (2 * h)
+        numeric = central_differences(
+            lambda e, phi_bar=phi_bar, T=T: inertia.moved_phi(phi_bar, lie.exp_se3(e) @ T),
+            np.zeros(6),
+            h,
+        )
         assert np.abs(inertia.dphi_deta(phi) - numeric).max() < 1e-7 * np.abs(numeric).max()
 
 
@@ -70,11 +71,7 @@ def test_dphi_deta_at_nonzero_eta_uses_the_left_jacobian(rng):
     analytic = inertia.dphi_deta(
         inertia.moved_phi(phi_bar, lie.exp_se3(eta))
     ) @ lie.left_jacobian_se3(eta)
-    numeric = np.stack(
-        [(inertia.moved_phi(phi_bar, lie.exp_se3(eta + h * e))
-          - inertia.moved_phi(phi_bar, lie.exp_se3(eta - h * e))) / (2 * h) for e in np.eye(6)],
-        axis=1,
-    )  # fmt: skip
+    numeric = central_differences(lambda x: inertia.moved_phi(phi_bar, lie.exp_se3(x)), eta, h)
     assert np.abs(analytic - numeric).max() < 1e-7 * np.abs(numeric).max()
 
 

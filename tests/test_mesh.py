@@ -10,6 +10,7 @@ import trimesh
 
 import workbench as wb
 from workbench import inertia, lie
+from workbench.testing import central_differences
 
 DENSITY = 2700.0
 
@@ -90,14 +91,9 @@ def test_vertex_derivatives_match_finite_differences(seed):
     mp = wb.mesh.mass_properties(vertices, faces, DENSITY, derivatives=True)
     assert mp.dphi_dvertices.shape == (10, len(vertices), 3)
     h = 1e-6
-    fd = np.empty_like(mp.dphi_dvertices)
-    for v in range(len(vertices)):
-        for k in range(3):
-            step = np.zeros_like(vertices)
-            step[v, k] = h
-            plus = wb.mesh.mass_properties(vertices + step, faces, DENSITY).phi
-            minus = wb.mesh.mass_properties(vertices - step, faces, DENSITY).phi
-            fd[:, v, k] = (plus - minus) / (2 * h)
+    fd = central_differences(
+        lambda V: wb.mesh.mass_properties(V, faces, DENSITY).phi, vertices, h
+    )  # (10, V, 3)
     scale = np.abs(fd).max(axis=(1, 2), keepdims=True)
     assert np.abs(mp.dphi_dvertices - fd).max(axis=(1, 2)).max() <= 1e-6 * scale.max()
     assert np.all(np.abs(mp.dphi_dvertices - fd) <= 1e-6 * scale)
@@ -357,10 +353,8 @@ def test_shape_parameter_derivatives():
     p = np.array([0.1, -0.2, 0.01])
     phi, J = shape.mass_properties(p)
     h = 1e-6
-    for k in range(3):
-        e = np.eye(3)[k] * h
-        fd = (shape.mass_properties(p + e)[0] - shape.mass_properties(p - e)[0]) / (2 * h)
-        np.testing.assert_allclose(J[:, k], fd, rtol=1e-6, atol=1e-9 * np.abs(J).max())
+    fd = central_differences(lambda x: shape.mass_properties(x)[0], p, h)
+    np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-9 * np.abs(J).max())
     # the deformed box is again a box: closed form
     a, b, c = 0.2 * (1 + 0.1 - 0.2), 0.05 * 1.1, 0.03 * 1.1 + 0.01  # modes add up linearly
     np.testing.assert_allclose(phi[0], DENSITY * a * b * c, rtol=1e-12)

@@ -16,6 +16,7 @@ from workbench.dynamics.derivatives import (
     twist_derivatives,
 )
 from workbench.eta import identifiable_eta_basis, twist_null_directions
+from workbench.testing import central_differences
 from workbench.testing.casadi_reference import inverse_dynamics_function
 from workbench.testing.pinocchio_reference import rnea, tool_fext
 
@@ -28,16 +29,11 @@ def relative_error(a, b):
 
 def pinocchio_eta_differences(chain, q, dq, ddq, f_tool, h=1e-6):
     """Central differences of pinocchio.rnea on models rebuilt from chain.with_eta(+-h e_k)."""
-    m = 6 * (chain.n + 1)
-    J = np.empty((len(q), chain.n, m))
-    f = None if f_tool is None else f_tool
-    for k in range(m):
-        e = np.zeros(m)
-        e[k] = h
-        plus = rnea(wb.to_pinocchio(chain.with_eta(e)), q, dq, ddq, chain.tool_name, f)
-        minus = rnea(wb.to_pinocchio(chain.with_eta(-e)), q, dq, ddq, chain.tool_name, f)
-        J[:, :, k] = (plus - minus) / (2 * h)
-    return J
+
+    def torques(eta):
+        return rnea(wb.to_pinocchio(chain.with_eta(eta)), q, dq, ddq, chain.tool_name, f_tool)
+
+    return central_differences(torques, np.zeros(6 * (chain.n + 1)), h)
 
 
 @pytest.mark.parametrize("with_tool", [False, True])

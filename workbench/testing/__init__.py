@@ -24,15 +24,25 @@ from numpy.typing import ArrayLike
 from workbench.lie import Array
 
 
-def central_differences(f: Callable[[Array], ArrayLike], x: ArrayLike, h: float = 1e-6) -> Array:
-    """d f / d x by central differences: (*f(x).shape, *x.shape) for arrays x and f(x)."""
+def central_differences(
+    f: Callable[[Array], ArrayLike], x: ArrayLike, h: float = 1e-6, *, samples: bool = False
+) -> Array:
+    """d f / d x by central differences: (*f(x).shape, *x.shape) for arrays x and f(x).
+
+    ``samples=True``: x is (N, n) independent samples and f(x) is (N, ...)
+    with row i depending on x[i] only; column k is perturbed in every sample
+    at once and the result is the per-sample Jacobian (N, ..., n).
+    """
     x = np.asarray(x, dtype=float)
+    size = x.shape[-1] if samples else x.size
     columns = []
-    for k in range(x.size):
-        step = np.zeros(x.size)
+    for k in range(size):
+        step = np.zeros(size)
         step[k] = h
-        step = step.reshape(x.shape)
+        step = step if samples else step.reshape(x.shape)
         columns.append((np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * h))
+    if samples:
+        return np.stack(columns, axis=-1)
     return np.moveaxis(np.array(columns), 0, -1).reshape(*np.shape(columns[0]), *x.shape)
 
 
