@@ -225,6 +225,53 @@ def test_command_line_reads_a_large_log(iiwa, log, in_memory, tmp_path, capsys):
     assert not (tmp_path / "b").exists()
 
 
+def test_malformed_parts_and_options_are_one_line(iiwa, log, tmp_path, capsys):
+    """Malformed chunks, too many folds and options that do not apply to a large log: one
+    line naming what and where, exit code 2, nothing written."""
+    from workbench.cli import main
+
+    source = write_chunks(log, tmp_path / "npz", "npz")
+    joint = f"q_{iiwa.joint_names[0]}"
+    cases = {}
+    table = columns(log)
+    table[joint] = np.array(["x"] * len(log))
+    pq.write_table(pa.table(table), tmp_path / "strings.parquet")
+    cases["strings.parquet"] = f"column {joint} holds string values"
+    for name, change, message in (
+        ("text", lambda part: part.__setitem__(joint, part[joint].astype(str)), "array of <U"),
+        ("short", lambda part: part.__setitem__(joint, part[joint][:-1]), "entries, t has"),
+        ("matrix", lambda part: part.__setitem__(joint, part[joint][:, None]), "2-D array"),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        part = dict(np.load(source / "part-000.npz"))
+        change(part)
+        np.savez(folder / "part-000.npz", **part)
+        cases[name] = message
+    args = ["calibrate", "--model", "iiwa", "--kind", "dynamic", "--quiet"]
+    for name, message in cases.items():
+        out = tmp_path / f"out-{name}"
+        assert main([*args, "--log", str(tmp_path / name), "--out", str(out)]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], (name, err)
+        assert not out.exists()
+    good = ["--log", str(source), "--out", str(tmp_path / "out")]
+    for extra, message in (
+        (["--folds", str(SAMPLES + 1)], "takes 2 to"),
+        (["--validation-log", str(source)], "--validation-log do(es) not apply"),
+        (["--drop-bad-rows"], "--drop-bad-rows do(es) not apply"),
+    ):
+        assert main([*args, *good, *extra]) == 2, extra
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], (extra, err)
+        assert not (tmp_path / "out").exists()
+    write_log(tmp_path / "log.npz", log)
+    memory = ["--log", str(tmp_path / "log.npz"), "--out", str(tmp_path / "out")]
+    assert main([*args, *memory, "--validation-log", str(source)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a large log" in err[0]
+
+
 @pytest.mark.slow
 def test_memory_stays_bounded(tmp_path):
     """1.5 million iiwa samples (1.2 GB of regressor if it were built) identified with less than

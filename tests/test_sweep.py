@@ -63,6 +63,9 @@ def test_sweep_file_expands_and_validates(tmp_path):
         SMALL + '[axes]\n"transcription.knots" = {from = 10, count = 3}\n': "to is required",
         SMALL + '[axes]\n"task.duration" = []\n': "non-empty list",
         SMALL.replace(knots, '[set]\n"solver.tolerance" = "tight"\n'): "'tight' must be a number",
+        SMALL.replace(knots, '[set]\n"transcription.knotz" = 20\n'): r"with the \[set\] of .*knotz",
+        SMALL + '[axes]\n"task.duration" = {from = 0.5, to = 0.7, cont = 2}\n': "unknown.*cont",
+        SMALL.split("[goal]")[0] + "[goal]\nlist = [[0, 0, 1], [0, 0, 0]]\n": "goal 2 .*non-zero",
     }
     for text, message in bad.items():
         with pytest.raises(WorkbenchError, match=message):
@@ -194,8 +197,10 @@ def test_interrupted_sweep_resumes(client, tmp_path):
     assert sorted(outcome.reused) == done
     assert sorted(outcome.solved_now) == sorted(set(t.id for t in sweep.tasks) - set(done))
     assert len(pq.read_table(out / "results.parquet")) == 8
-    again = run_sweep(sweep, out, client=client, progress=False, echo=lambda s: None)
+    again = run_sweep(sweep, out, client=client, progress=False, echo=lambda s: None,
+                      warm_start="none")  # fmt: skip
     assert again.solved_now == [] and len(again.reused) == 8
+    assert json.loads((out / "sweep.json").read_text())["warm_start"] == "none"  # as used
 
 
 @pytest.mark.slow
@@ -263,7 +268,8 @@ def test_unreachable_scheduler_is_one_line_and_writes_nothing(tmp_path, capsys):
 
     out = tmp_path / "out"
     args = ["sweep", str(sweep_file(tmp_path, SMALL)), "--out", str(out)]
-    assert main([*args, "--scheduler", "tcp://127.0.0.1:1"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--scheduler tcp://127.0.0.1:1: cannot reach it" in err[0]
-    assert not out.exists()
+    for address in ("tcp://127.0.0.1:1", "notanaddress"):
+        assert main([*args, "--scheduler", address]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--scheduler {address}: cannot reach it" in err[0]
+        assert not out.exists()

@@ -124,13 +124,14 @@ def open_chunked_log(path: str | os.PathLike, chain: Chain) -> ChunkedLog:
             if np.any(~np.isfinite(t)) or np.any(steps <= 0):
                 bad = int(np.argmax(~np.isfinite(t[1:]) | (steps <= 0))) + 1
                 raise WorkbenchError(
-                    f"{where}: row {bad + 1}: time t = {t[bad]!r} does not increase "
-                    f"(previous {t[bad - 1]!r}); t must increase strictly"
+                    f"{where}: row {bad + 1}: time t = {float(t[bad]):.10g} does not increase "
+                    f"(previous {float(t[bad - 1]):.10g}); t must increase strictly"
                 )
             if parts and not t[0] > parts[-1].t_last:
                 raise WorkbenchError(
-                    f"{where}: starts at t = {t[0]!r}, not after the end of {parts[-1].label} "
-                    f"(t = {parts[-1].t_last!r}); parts must follow each other in time "
+                    f"{where}: starts at t = {float(t[0]):.10g}, not after the end of "
+                    f"{parts[-1].label} (t = {parts[-1].t_last:.10g}); parts must follow each "
+                    "other in time "
                     "(name order)"
                 )
             parts.append(Part(file, row_group, int(t.size), offset, float(t[0]), float(t[-1])))
@@ -155,6 +156,14 @@ def _times(file: Path, needed: list[str]):
         except Exception as exc:  # pyarrow raises several types for a bad file
             raise WorkbenchError(f"cannot read Parquet file {file}: {exc}") from None
         _check_columns(file, reader.schema_arrow.names, needed)
+        import pyarrow as pa
+
+        for name in needed:
+            kind = reader.schema_arrow.field(name).type
+            if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+                raise WorkbenchError(
+                    f"{file}: column {name} holds {kind} values; a large log's columns are numbers"
+                )
         for k in range(reader.num_row_groups):
             t = reader.read_row_group(k, columns=["t"]).column("t").to_numpy()
             yield k, np.asarray(t, dtype=float)
@@ -164,13 +173,29 @@ def _times(file: Path, needed: list[str]):
             with np.load(file, allow_pickle=False) as data:
                 names = list(data.files)
                 _check_columns(file, names, needed)
-                yield None, np.asarray(data["t"], dtype=float)
+                t = _numeric(data["t"], file, "t", None)
+            yield None, t
         except (OSError, ValueError, EOFError, KeyError) as exc:
             raise WorkbenchError(f"cannot read NPZ file {file}: {exc}") from None
         return
     table = read_table(file, increasing="t")
     _check_columns(file, list(table.header), needed)
     yield None, table.column("t").copy()
+
+
+def _numeric(values, where, column: str, rows: int | None) -> Array:
+    """A column as a float vector of ``rows`` entries (any count when None), or an error."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "fiub" or values.ndim != 1:
+        raise WorkbenchError(
+            f"{where}: column {column} is a {values.ndim}-D array of {values.dtype}; a large "
+            "log's columns are vectors of numbers"
+        )
+    if rows is not None and values.shape[0] != rows:
+        raise WorkbenchError(
+            f"{where}: column {column} has {values.shape[0]} entries, t has {rows}"
+        )
+    return values.astype(float)
 
 
 def _check_columns(file: Path, names: list[str], needed: list[str]) -> None:
@@ -195,7 +220,7 @@ def read_part(part: Part, joint_names: tuple[str, ...]) -> dict[str, Array]:
         values = {c: np.asarray(table.column(c).to_numpy(), dtype=float) for c in columns}
     elif suffix == ".npz":
         with np.load(part.path, allow_pickle=False) as data:
-            values = {c: np.asarray(data[c], dtype=float) for c in columns}
+            values = {c: _numeric(data[c], part.label, c, part.rows) for c in columns}
     else:
         table = read_table(part.path, increasing="t")
         values = {c: table.column(c) for c in columns}
@@ -207,7 +232,8 @@ def read_part(part: Part, joint_names: tuple[str, ...]) -> dict[str, Array]:
             row, col = np.argwhere(bad)[0]
             raise WorkbenchError(
                 f"{part.label}: row {row + 1}, column {p}_{joint_names[col]} is "
-                f"{block[row, col]!r}; large logs must be finite (no dropping of bad rows)"
+                f"{float(block[row, col])}; large logs must be finite (--drop-bad-rows is for "
+                "logs read in memory)"
             )
         out[p] = block
     if out["t"].shape[0] != part.rows:

@@ -37,6 +37,8 @@ from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
+MAX_FOLDS = 100  # per fold and joint a (r + 1)^2 factor travels with every part's result
+
 
 def calibrate_chunked(
     chain: Chain,
@@ -69,6 +71,11 @@ def calibrate_chunked(
             raise WorkbenchError(
                 f"{log.source}: leave-one-out needs one fit per sample; use --folds K on a "
                 "large log"
+            )
+        if validation.k > min(MAX_FOLDS, n_samples):
+            raise WorkbenchError(
+                f"--folds {validation.k}: a large log of {n_samples} samples takes 2 to "
+                f"{min(MAX_FOLDS, n_samples)} folds (each fold keeps its own factors)"
             )
         split = Split("folds", k=validation.k, start=t0, span=span)
     else:

@@ -26,7 +26,6 @@ import gzip
 import io
 import os
 import sys
-import warnings
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -211,7 +210,10 @@ def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None, progress:
     if header is None:
         raise WorkbenchError(f"{path}: empty file (expected a header row)")
     _check_header(path, header)
-    values = _fast_parse(path, header_line, len(header), progress)
+    if data_lines:
+        values = _fast_parse(path, header_line, len(header), progress)
+    else:
+        values = np.zeros((0, len(header)))
     if values is not None and values.shape[0] == data_lines:
         lines = _data_line_numbers(path, header_line, values.shape[0])
         return _clean(path, header, values, lines, drop_bad_rows, increasing)
@@ -219,10 +221,13 @@ def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None, progress:
 
 
 def _fast_parse(path: Path, header_line: int, width: int, progress: bool) -> Array | None:
-    """NumPy's parser on a well-formed file; None when it cannot parse it."""
+    """NumPy's parser on a well-formed file with data rows; None when it cannot parse it.
+
+    (No ``warnings.catch_warnings`` here: it is not thread-safe, and large logs
+    read their CSV parts on several threads.)
+    """
     try:
-        with _open_text(path, progress) as fh, warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
+        with _open_text(path, progress) as fh:
             values = np.loadtxt(
                 fh, delimiter=",", skiprows=header_line, ndmin=2, comments=None, dtype=float
             )

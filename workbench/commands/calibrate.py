@@ -170,9 +170,26 @@ def run(args: argparse.Namespace) -> int:
                 "that fits in memory (a CSV or NPZ table, or a log description)"
             )
         if large:
+            given = [
+                name for name, value in (
+                    ("--validation-log", args.validation_log),
+                    ("--drop-bad-rows", args.drop_bad_rows),
+                ) if value
+            ]  # fmt: skip
+            if given:
+                raise WorkbenchError(
+                    f"--log {args.log} is a large log (pre-processed, read chunk by chunk): "
+                    f"{', '.join(given)} do(es) not apply; validate on its own folds "
+                    "(--folds K or --validation FRACTION)"
+                )
             log = open_chunked_log(args.log, log_chain)
         else:
             log = read_log(args.log, log_chain, require=spec.requires, **options)
+        if args.validation_log and is_chunked_log(args.validation_log):
+            raise WorkbenchError(
+                f"--validation-log {args.validation_log}: a second validation log is a table "
+                "(CSV, NPZ) or a log description, not a large log (Parquet, a directory)"
+            )
         if args.validation_log:
             validation = read_log(args.validation_log, log_chain, require=spec.requires, **options)
         elif args.folds is not None:

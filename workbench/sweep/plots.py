@@ -131,9 +131,11 @@ def _map(ax, rows, cx: str, cy: str | None, norm, goal_kind: str):
     for status, (marker, colour) in MARKERS.items():
         hit = np.array([r["status"] == status for r in rows])
         if hit.any():
-            face = "none" if marker == "s" else colour
-            ax.scatter(x[hit], y[hit], marker=marker, c=face, edgecolors=colour, s=50,
-                       label=status)  # fmt: skip
+            if marker == "s":  # hollow square
+                ax.scatter(x[hit], y[hit], marker=marker, facecolors="none", edgecolors=colour,
+                           s=50, label=status)  # fmt: skip
+            else:  # unfilled markers (x, +) take their colour as c
+                ax.scatter(x[hit], y[hit], marker=marker, c=colour, s=50, label=status)
     if any(r["status"] in MARKERS for r in rows):
         ax.legend(fontsize=7, loc="best")
     ax.set_xlabel(cx)

@@ -46,7 +46,10 @@ import json
 import logging
 import math
 import os
+import signal
+import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,6 +82,7 @@ class SweepOutcome:
     wall_time_s: float = 0.0
     workers: int = 0
     dashboard: str | None = None
+    warm_start: str = "rescue"  # the strategy used (the sweep file's or the override)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -103,7 +107,7 @@ def connect(workers: int | None = None, scheduler: str | None = None, dashboard:
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             raise WorkbenchError(f"--scheduler {scheduler}: cannot reach it: {exc}") from None
         try:
             yield client
@@ -113,14 +117,22 @@ def connect(workers: int | None = None, scheduler: str | None = None, dashboard:
     n = workers or cores()
     if n < 1:
         raise WorkbenchError(f"--workers {n} must be at least 1")
-    cluster = LocalCluster(
-        n_workers=n,
-        threads_per_worker=1,
-        processes=True,
-        silence_logs=logging.CRITICAL,
-        dashboard_address=dashboard,
-        env=WORKER_ENV,
-    )
+    # The worker processes start with SIGINT ignored (a disposition they inherit): Ctrl-C
+    # reaches the whole process group, and this process, not each worker, stops the sweep.
+    main = threading.current_thread() is threading.main_thread()  # signals: main thread only
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            silence_logs=logging.CRITICAL,
+            dashboard_address=_free(dashboard),
+            env=WORKER_ENV,
+        )
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
     try:
         client = Client(cluster)
         try:
@@ -129,6 +141,17 @@ def connect(workers: int | None = None, scheduler: str | None = None, dashboard:
             client.close()
     finally:
         cluster.close()
+
+
+def _free(address: str) -> str:
+    """``address`` (":port"), or ":0" (any free port) when its port is taken."""
+    host, _, port = address.rpartition(":")
+    with socket.socket() as probe:
+        try:
+            probe.bind((host or "", int(port)))
+        except (OSError, ValueError):
+            return f"{host}:0"
+    return address
 
 
 def dashboard_address(client) -> str | None:
@@ -158,6 +181,10 @@ def run_sweep(
     otherwise :func:`connect` makes one from ``workers`` / ``scheduler``.
     ``warm_start`` overrides the sweep file's choice; ``on_result(row)`` is
     called after each row is stored; ``echo`` prints the dashboard line.
+
+    From a script, call it under ``if __name__ == "__main__":``: the local
+    cluster's worker processes start by importing the main module
+    (multiprocessing's spawn), which must not start another sweep.
     """
     out = check_output_directory(out)
     run = _Run(sweep, out, warm_start or sweep.warm_start, on_result)
@@ -191,7 +218,7 @@ class _Run:
         self.sweep, self.out, self.warm, self.on_result = sweep, out, warm, on_result
         self.tasks = {t.id: t for t in sweep.tasks}
         self.rows: dict[str, dict[str, Any]] = read_rows(out, sweep)
-        self.outcome = SweepOutcome(out, [], reused=sorted(self.rows))
+        self.outcome = SweepOutcome(out, [], reused=sorted(self.rows), warm_start=warm)
         self.failed = sum(r["status"] != "solved" for r in self.rows.values())
         self.near = neighbours(sweep.tasks)  # id -> [(distance, id)] within the radius
 

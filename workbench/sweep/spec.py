@@ -127,7 +127,10 @@ class Sweep:
             _set_path(problem_raw, key, settings.raw(key), settings.where(key))
         settings.done()
         # the base problem as it would run, validated once on its own
-        first = ReachProblem.from_dict(copy.deepcopy(problem_raw), str(problem_path), problem_base)
+        where = str(problem_path)
+        if settings.table:
+            where += f" with the [set] of {source}"
+        first = ReachProblem.from_dict(copy.deepcopy(problem_raw), where, problem_base)
         task_kind = _task_kind(first.model)
         goals, goal_kind, grid_columns = _goals(top, task_kind, first.goal)
         axes = _axes(top.section("axes"))
@@ -204,8 +207,13 @@ def _read_goals(top: Section, task_kind: str, base_goal: Array):
         if len(vectors) == 0:
             raise WorkbenchError(f"{goal.where('list')} is empty")
         out = []
-        for v in vectors:
+        for k, v in enumerate(vectors):
             columns = _vector_columns(v)
+            if task_kind == "pointing" and not np.linalg.norm(v) > 1e-9:
+                raise WorkbenchError(
+                    f"{goal.where('list')}: goal {k + 1} {v.tolist()} is not a direction "
+                    "(a pointing goal must be non-zero)"
+                )
             if task_kind == "pointing":
                 columns = _angle_columns(v) | columns
             out.append(_Goal(v, columns))
@@ -289,6 +297,12 @@ def _values(section: Section, key: str, default, numeric: bool = False) -> list:
     value = section.raw(key)
     if isinstance(value, dict):
         spaced = Section(value, section.source, f"{section.name}.{key}")
+        unknown = sorted(set(value) - {"from", "to", "count"})
+        if unknown:
+            raise WorkbenchError(
+                f"{section.where(key)}: unknown key(s) {', '.join(unknown)}; a range is "
+                "{from, to, count}"
+            )
         first = spaced.number("from")
         last = spaced.number("to")
         count = spaced.integer("count", minimum=1)

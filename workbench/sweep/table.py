@@ -116,7 +116,7 @@ def write_outputs(sweep, out: Path, rows: list[dict[str, Any]], outcome) -> None
         "done": len(rows),
         "missing": len(sweep.tasks) - len(rows),
         "status": counts,
-        "warm_start": sweep.warm_start,
+        "warm_start": outcome.warm_start,
         "solved_cold": _stats(cold),
         "solved_warm": _stats(warm),
         "rescued_by_retry": sum(
