@@ -40,6 +40,7 @@ def test_default_problem_writes_all_results(default_run):
     assert summary["max_constraint_violation"] <= 1e-8
     assert summary["model"] == "fivebar"
     assert 0 <= summary["final_pointing_error_rad"] < 5e-3
+    assert summary["warnings"] == [] and 0 < summary["transcription_error_rad"] < 5e-3
     data = np.load(out / "trajectory.npz")
     K = summary["knots"]
     assert data["t"].shape == (K,) and data["tau"].shape == (K, 2)
@@ -80,6 +81,24 @@ def test_bad_problem_file_is_an_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "[task] goal is required" in err and str(problem) in err
     assert not (tmp_path / "out").exists()
+
+
+def test_coarse_knots_warn_and_the_knots_error_falls_like_h_squared(tmp_path, capsys):
+    """Too few knots solve but cannot be trusted: the summary and the console say so. The
+    transcription error (interval-wise integration of the true dynamics) falls at least like
+    h^2 with the knot spacing h."""
+    text = (shipped("problems") / "fivebar_reach.toml").read_text()
+    problem = tmp_path / "coarse.toml"
+    problem.write_text(text.replace("knots = 100", "knots = 8"))
+    assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    warning = capsys.readouterr().err
+    assert "workbench reach: warning: the knots are too far apart" in warning
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["warnings"] and summary["transcription_error_rad"] > 0.05
+    nominal = ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml")
+    errors = [reach.solve(replace(nominal, knots=K), progress=False).transcription_error
+              for K in (40, 80)]  # fmt: skip
+    assert errors[0] / errors[1] > 3.0  # h halves (measured: 8.3)
 
 
 def test_codesign_lowers_the_objective_and_is_consistent(default_run):

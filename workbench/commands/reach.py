@@ -7,8 +7,11 @@ problems/delta_reach.toml move the other shipped closed chains). IPOPT prints
 one line per iteration. A solved problem writes into DIR: summary.json,
 trajectory.npz and trajectory.csv, joint_angles.png, motor_torques.png,
 power_energy.png (design.png with design variables), animation.html and
-report.html (open it in a browser). An infeasible or failed solve prints one
-line, exits with code 1 and writes nothing.
+report.html (open it in a browser). When the knots are too far apart to
+resolve the motion (the planned torques, integrated interval by interval,
+miss the plan by more than 5 % of the tool's travel) the results are written
+and a warning, also in summary.json, asks for more knots. An infeasible or
+failed solve prints one line, exits with code 1 and writes nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     with results_directory(args.out) as stage:
         write_results(stage, problem, result, model)
+    for warning in result.warnings:
+        print(f"workbench reach: warning: {warning}", file=sys.stderr)
     unit = "rad" if result.task == "pointing" else "m"
     print(
         f"solved {problem.source}: objective {result.objective:.6g} {objective_unit(problem)}, "

@@ -127,7 +127,11 @@ class ReachResult:
 
     ``task_error`` is the distance between the simulated tool and the goal
     at the end (rad for pointing, m for position), ``tracking_error`` the
-    largest distance between the simulated and the planned task vector.
+    largest distance between the simulated and the planned task vector
+    (both open loop: an unstable mechanism drifts without feedback),
+    ``transcription_error`` the error the knots make
+    (:func:`workbench.ocp.reach.transcription_error`); ``warnings`` says
+    when it is too large to trust the plan, or the plan cannot be simulated.
     """
 
     status: str
@@ -144,7 +148,9 @@ class ReachResult:
     task: str = "pointing"
     task_error: float = float("nan")
     tracking_error: float = float("nan")
+    transcription_error: float = float("nan")
     design: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
         """The JSON-ready summary of the solve (no trajectories)."""
@@ -158,6 +164,8 @@ class ReachResult:
             "max_constraint_violation": self.max_constraint_violation,
             f"final_{self.task}_error_{unit}": self.task_error,
             f"tracking_error_{unit}": self.tracking_error,
+            f"transcription_error_{unit}": self.transcription_error,
+            "warnings": list(self.warnings),
             "duration_s": float(self.t[-1]),
             "knots": len(self.t),
             "design": self.design,

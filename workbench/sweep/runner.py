@@ -423,7 +423,8 @@ def _error_result(task: Task, message: str) -> dict[str, Any]:
         "status": "error", "message": message, "objective": math.nan,
         "iterations": 0, "solve_time_s": math.nan, "task_time_s": math.nan,
         "peak_torque": math.nan, "max_constraint_violation": math.nan,
-        "task_error": math.nan, "tracking_error": math.nan, "warm_start_from": "",
+        "task_error": math.nan, "tracking_error": math.nan, "transcription_error": math.nan,
+        "warning": "", "warm_start_from": "",
         "worker": "",
     }  # fmt: skip
     return {"id": task.id, "row": row, "arrays": None}

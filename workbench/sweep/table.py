@@ -8,7 +8,9 @@ text); ``status`` ("solved", "infeasible", "failed", "error") and
 effort), ``iterations``, ``solve_time_s`` (IPOPT) and ``task_time_s`` (the
 whole task on its worker), ``peak_torque`` (N m, max |tau| over knots and
 motors), ``max_constraint_violation``, ``task_error`` (simulated final task
-error, rad or m) and ``tracking_error``; ``warm_start_from`` (the id of the
+error, rad or m), ``tracking_error``, ``transcription_error`` (the error the
+knots make, :func:`workbench.ocp.reach.transcription_error`) and
+``warning`` (the solve's warnings, empty when none); ``warm_start_from`` (the id of the
 task whose trajectory started this one, empty: the minimum-jerk guess),
 ``attempts`` and ``first_status``; co-design results ``design.<variable>``
 (m) and ``moving_mass_kg``; ``worker`` (host:pid) and ``trajectory``
@@ -34,7 +36,7 @@ from workbench.sweep.plots import plot_effort_map
 RESULT_COLUMNS = (
     "status", "message", "objective", "iterations", "solve_time_s", "task_time_s",
     "peak_torque", "max_constraint_violation", "task_error", "tracking_error",
-    "warm_start_from", "attempts", "first_status",
+    "transcription_error", "warning", "warm_start_from", "attempts", "first_status",
 )  # fmt: skip
 TAIL_COLUMNS = ("worker", "trajectory")
 INTEGER_COLUMNS = ("iterations", "attempts")

@@ -49,6 +49,8 @@ def solve_task(payload: dict[str, Any]) -> dict[str, Any]:
         "max_constraint_violation": float("nan"),
         "task_error": float("nan"),
         "tracking_error": float("nan"),
+        "transcription_error": float("nan"),
+        "warning": "",
         "warm_start_from": payload.get("warm_from") or "",
         "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
@@ -65,6 +67,8 @@ def solve_task(payload: dict[str, Any]) -> dict[str, Any]:
             max_constraint_violation=float(result.max_constraint_violation),
             task_error=float(result.task_error),
             tracking_error=float(result.tracking_error),
+            transcription_error=float(result.transcription_error),
+            warning=" | ".join(result.warnings),
         )
         design = result.design or {}
         for name, values in design.get("variables", {}).items():
@@ -95,7 +99,6 @@ def _announce_start() -> None:
 
 
 def _solve(payload: dict[str, Any]):
-
     set_num_threads(1)  # one task per core: the kernels' thread pool would oversubscribe
     problem = ReachProblem.from_dict(payload["raw"], payload["source"], Path(payload["base"]))
     model = load(problem.model)
