@@ -154,6 +154,7 @@ def test_minimum_time_is_faster_and_saturates_a_motor():
             ('# warm_start = "results/trajectory.npz"', 'warm_start = "missing.npz"'),
             "no trajectory",
         ),
+        (("[solver]", "[design]\nmass_budget = 1.0\n\n[solver]"), "at least one design variable"),
     ],
 )
 def test_bad_problem_values_name_the_key(tmp_path, capsys, change, message):

@@ -108,6 +108,11 @@ class DesignSpace:
             variables.append(DesignVariable(name, float(bounds[0]), float(bounds[1])))
         table.done()
         section.done()
+        if not variables:
+            raise WorkbenchError(
+                f"{section.where('variables')}: a [design] table needs at least one design "
+                f"variable (known: {', '.join(VARIABLES)})"
+            )
         design = FiveBarDesign.from_toml(path)
         try:
             return cls(design, variables, budget)
