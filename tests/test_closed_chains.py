@@ -656,6 +656,9 @@ def test_motors_outside_the_workspace_and_singular_configurations(shipped):
         kinematics.solve_passive(model, [np.pi, 0.0])
     with pytest.raises(WorkbenchError, match="qa contains nan"):
         kinematics.solve_passive(model, [np.nan, 0.0])
+    # a diverged state (an open-loop simulation gone astray) is refused at once, not followed
+    with pytest.raises(WorkbenchError, match="paths of at most"):
+        kinematics.solve_passive(model, [3000.0, 0.0])
     # a configuration where the closure stops fixing the elbows: turn joint 2 until the
     # independent (CasADi) K_p loses rank (the tip on the line through both elbows), a sign
     # change of det(U^T K_p) with U the range of K_p at home

@@ -58,7 +58,6 @@ dense Jacobian for callers that want it.
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -68,10 +67,12 @@ from workbench import lie
 from workbench.calibration import kinematic_kernels as kk
 from workbench.calibration.samples import Log, Marker
 from workbench.calibration.solver import (
+    Normal,
     Solution,
     Subspace,
     identifiable_subspace,
     irls_weights,
+    minimise,
     robust_cost,
 )
 from workbench.chain import Chain
@@ -459,27 +460,32 @@ def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> 
 
 def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> KinematicFit:
     start = problem.start(chain)
-    r = problem.residual(start)
-    w = irls_weights(r, loss, f_scale)
-    linear = problem.linearise(start, None if loss == "linear" else w)
 
     def subspace(linear: Linearisation) -> Subspace:
         """The identifiable directions at the linearised model (its prior, device preferred)."""
         J = linear.jacobian_factor
         return identifiable_subspace(J, linear.P, rtol=rtol, preferred=linear.preferred)
 
-    nominal_subspace = subspace(linear)
+    linearisations: list[Linearisation] = []
 
-    def linearise(model: KinematicModel, r: Array) -> tuple[Array, Linearisation]:
+    def linearise(model: KinematicModel, r: Array, _) -> tuple[Array, Normal]:
+        """IRLS weights and the normal equations from the folded factors (no dense J)."""
         w = irls_weights(r, loss, f_scale)
-        return w, problem.linearise(model, None if loss == "linear" else w)
+        linear = problem.linearise(model, None if loss == "linear" else w)
+        linearisations.append(linear)
 
-    solution = _levenberg_marquardt(
-        start, r, w, linear, problem.residual, linearise, problem.retract,
-        lambda linear: subspace(linear).basis,
-        loss=loss, f_scale=f_scale, max_iterations=max_iterations, progress=progress,
-        label="kinematic calibration",
+        def normal() -> tuple[Array, Array, Array]:
+            S = subspace(linear).basis
+            return (S, *linear.normal_equations(S))
+
+        return w, normal
+
+    solution = minimise(
+        start, problem.residual(start), None, lambda m: (problem.residual(m), None), linearise,
+        problem.retract, cost=lambda r: robust_cost(r, loss, f_scale),
+        max_iterations=max_iterations, progress=progress, label="kinematic calibration",
     )  # fmt: skip
+    nominal_subspace = subspace(linearisations[0])
     model = solution.model
     if not problem.device_known:
         model = _align_base(model, chain)
@@ -506,87 +512,3 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
         solution=solution,
         rotation_weight=problem.rotation_weight,
     )
-
-
-def _levenberg_marquardt(
-    model, r, w, linear, residual, linearise, retract, basis, *, loss, f_scale,
-    max_iterations, progress, label, xtol=1e-13, ftol=1e-15,
-) -> Solution:  # fmt: skip
-    """:func:`workbench.calibration.solver.levenberg_marquardt` on the normal equations.
-
-    The same iteration (Marquardt damping ``lambda diag(A)``, divided by 3 on
-    success and doubled on failure, the same stopping tests and covariance),
-    with ``A = (J S)^T W (J S)`` and ``g = (J S)^T W r`` from the triangular
-    factors of :class:`Linearisation` instead of a dense J: a trial model
-    costs one residual pass, and an accepted one a pass that folds its rows
-    into the factors. ``linearise(model, r) -> (w, Linearisation)`` and
-    ``basis(Linearisation) -> S``.
-    """
-    cost = _cost(r, loss, f_scale)
-    costs = [cost]
-    lam = 1e-6
-    iteration = 0
-    for iteration in range(1, max_iterations + 1):
-        S = basis(linear)
-        A, g = linear.normal_equations(S)
-        diag = np.diag(A).copy()
-        improved = False
-        while lam < 1e16:
-            try:
-                z = -np.linalg.solve(A + lam * np.diag(diag), g)
-            except np.linalg.LinAlgError:
-                lam *= 10.0
-                continue
-            delta = S @ z
-            trial = retract(model, delta)
-            r_new = residual(trial)
-            cost_new = _cost(r_new, loss, f_scale)
-            if cost_new <= cost:
-                improved = True
-                break
-            lam *= 2.0
-        if not improved:
-            break
-        decrease = cost - cost_new
-        model, r, cost = trial, r_new, cost_new
-        w, linear = linearise(model, r)
-        costs.append(cost)
-        lam = max(lam / 3.0, 1e-12)
-        step = float(np.linalg.norm(delta))
-        if progress:
-            rms = float(np.sqrt(np.mean(r**2)))
-            print(
-                f"{label}: iteration {iteration:3d}  cost {cost:.6e}  rms {rms:.3e}  "
-                f"step {step:.2e}  lambda {lam:.1e}",
-                file=sys.stderr,
-            )
-        if step < xtol or decrease <= ftol * max(cost, 1e-300):
-            break
-    S = basis(linear)
-    A, _ = linear.normal_equations(S)
-    dof = max(r.shape[0] - S.shape[1], 1)
-    sigma2 = float(np.sum(w * r * r)) / dof
-    cov_z = sigma2 * np.linalg.pinv(A)
-    return Solution(
-        model=model,
-        residual=r,
-        weights=w,
-        S=S,
-        covariance=S @ cov_z @ S.T,
-        sigma=float(np.sqrt(sigma2)),
-        iterations=iteration,
-        costs=tuple(costs),
-    )
-
-
-def _cost(r: Array, loss: str, f_scale: float) -> float:
-    """:func:`robust_cost`, with the linear loss's sum of squares summed without BLAS.
-
-    ``r @ r`` goes to a multithreaded BLAS dot product, whose threads wake up
-    slowly on a busy machine (~15 ms for 30,000 residuals measured) and then
-    spin, competing with the compiled kernels' threads; numpy's pairwise sum
-    is as accurate and takes microseconds.
-    """
-    if loss == "linear":
-        return 0.5 * float(np.sum(np.square(r)))
-    return robust_cost(r, loss, f_scale)

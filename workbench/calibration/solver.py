@@ -116,8 +116,8 @@ def irls_weights(r: Array, loss: str, f_scale: float) -> Array:
 
 def robust_cost(r: Array, loss: str, f_scale: float) -> float:
     """Sum of rho(r): r^2 / 2 (linear), Huber, or soft-L1, each scaled by f_scale^2."""
-    if loss == "linear":
-        return 0.5 * float(r @ r)
+    if loss == "linear":  # numpy's pairwise sum, not a BLAS dot: BLAS threads wake slowly
+        return 0.5 * float(np.sum(np.square(r)))  # on a busy machine and then spin
     z = np.abs(r) / f_scale
     if loss == "huber":
         rho = np.where(z <= 1.0, 0.5 * z**2, z - 0.5)
@@ -140,6 +140,97 @@ class Solution:
     costs: tuple[float, ...]
 
 
+Normal = Callable[[], tuple[Array, Array, Array]]  # () -> (S (p, k), A (k, k), g (k,))
+
+
+def minimise(
+    model: Any,
+    r: Array,
+    data: Any,
+    trial: Callable[[Any], tuple[Array, Any]],
+    linearise: Callable[[Any, Array, Any], tuple[Array, Normal]],
+    retract: Callable[[Any, Array], Any],
+    *,
+    cost: Callable[[Array], float],
+    max_iterations: int = 50,
+    xtol: float = 1e-13,
+    ftol: float = 1e-15,
+    progress: bool = False,
+    label: str = "lm",
+) -> Solution:
+    """The Levenberg-Marquardt iteration every calibration shares (module docstring).
+
+    At the current model (residuals ``r`` and whatever ``data`` its
+    evaluation returned), ``linearise(model, r, data) -> (w, normal)`` gives
+    the IRLS weights and ``normal() -> (S, A, g)``: the subspace basis and
+    the normal equations ``A = (J S)^T W (J S)``, ``g = (J S)^T W r``, in
+    whatever way the problem forms them. The step ``delta = S z`` solves
+    ``(A + lambda diag(A)) z = -g`` (Marquardt's damping, divided by 3 on
+    success, doubled on failure, also when ``trial(model) -> (r, data)``
+    raises WorkbenchError on the trial model, e.g. a closed chain that cannot
+    be assembled). Stops when ``|S z| < xtol`` or the relative cost decrease
+    is below ``ftol``; one line per iteration to stderr when ``progress``.
+    """
+    w, normal = linearise(model, r, data)
+    current = cost(r)
+    costs = [current]
+    lam = 1e-6
+    iteration = 0
+    for iteration in range(1, max_iterations + 1):
+        S, A, g = normal()
+        diag = np.diag(A).copy()
+        improved = False
+        while lam < 1e16:
+            try:
+                z = -np.linalg.solve(A + lam * np.diag(diag), g)
+            except np.linalg.LinAlgError:
+                lam *= 10.0
+                continue
+            delta = S @ z
+            candidate = retract(model, delta)
+            try:
+                r_new, data_new = trial(candidate)
+            except WorkbenchError:  # a model the data cannot be evaluated on: too long a step
+                lam *= 2.0
+                continue
+            cost_new = cost(r_new)
+            if cost_new <= current:
+                improved = True
+                break
+            lam *= 2.0
+        if not improved:
+            break
+        decrease = current - cost_new
+        model, r, current = candidate, r_new, cost_new
+        w, normal = linearise(model, r, data_new)
+        costs.append(current)
+        lam = max(lam / 3.0, 1e-12)
+        step = float(np.linalg.norm(delta))
+        if progress:
+            rms = float(np.sqrt(np.mean(np.square(r))))
+            print(
+                f"{label}: iteration {iteration:3d}  cost {current:.6e}  rms {rms:.3e}  "
+                f"step {step:.2e}  lambda {lam:.1e}",
+                file=sys.stderr,
+            )
+        if step < xtol or decrease <= ftol * max(current, 1e-300):
+            break
+    S, A, _ = normal()
+    dof = max(r.shape[0] - S.shape[1], 1)
+    sigma2 = float(np.sum(w * np.square(r))) / dof
+    cov_z = sigma2 * np.linalg.pinv(A)
+    return Solution(
+        model=model,
+        residual=r,
+        weights=w,
+        S=S,
+        covariance=S @ cov_z @ S.T,
+        sigma=float(np.sqrt(sigma2)),
+        iterations=iteration,
+        costs=tuple(costs),
+    )
+
+
 def levenberg_marquardt(
     model: Any,
     evaluate: Callable[[Any], tuple[Array, Array]],
@@ -154,78 +245,21 @@ def levenberg_marquardt(
     progress: bool = False,
     label: str = "lm",
 ) -> Solution:
-    """Minimise sum rho(r(model)) by LM steps ``model <- retract(model, S z)``.
+    """:func:`minimise` with a dense Jacobian: ``evaluate(model) -> (r (m,), J (m, p))``
+    with J = d r / d delta at delta = 0, ``subspace(model, J) -> S (p, k)``."""
 
-    ``evaluate(model) -> (r (m,), J (m, p))`` with J = d r / d delta at
-    delta = 0; ``subspace(model, J) -> S (p, k)``. Damping is Marquardt's
-    (``lambda diag(J^T W J)``), divided by 3 on success and doubled on
-    failure (also when ``evaluate`` raises WorkbenchError on the trial
-    model, e.g. a closed chain that cannot be assembled). Stops when the
-    step ``|S z|`` is below ``xtol (1 + ...)`` or the relative cost decrease
-    below ``ftol``. One line per iteration goes to
-    stderr when ``progress``.
-    """
-    r, J = evaluate(model)
-    w = irls_weights(r, loss, f_scale)
-    cost = robust_cost(r, loss, f_scale)
-    costs = [cost]
-    lam = 1e-6
-    iteration = 0
-    for iteration in range(1, max_iterations + 1):
-        S = subspace(model, J)
-        JS = J @ S
-        A = JS.T @ (w[:, None] * JS)
-        g = JS.T @ (w * r)
-        diag = np.diag(A).copy()
-        improved = False
-        while lam < 1e16:
-            try:
-                z = -np.linalg.solve(A + lam * np.diag(diag), g)
-            except np.linalg.LinAlgError:
-                lam *= 10.0
-                continue
-            delta = S @ z
-            trial = retract(model, delta)
-            try:
-                r_new, J_new = evaluate(trial)
-            except WorkbenchError:  # a model the data cannot be evaluated on: too long a step
-                lam *= 2.0
-                continue
-            cost_new = robust_cost(r_new, loss, f_scale)
-            if cost_new <= cost:
-                improved = True
-                break
-            lam *= 2.0
-        if not improved:
-            break
-        decrease = cost - cost_new
-        model, r, J, cost = trial, r_new, J_new, cost_new
+    def linearise(m: Any, r: Array, J: Array) -> tuple[Array, Normal]:
         w = irls_weights(r, loss, f_scale)
-        costs.append(cost)
-        lam = max(lam / 3.0, 1e-12)
-        step = float(np.linalg.norm(delta))
-        if progress:
-            rms = float(np.sqrt(np.mean(r**2)))
-            print(
-                f"{label}: iteration {iteration:3d}  cost {cost:.6e}  rms {rms:.3e}  "
-                f"step {step:.2e}  lambda {lam:.1e}",
-                file=sys.stderr,
-            )
-        if step < xtol or decrease <= ftol * max(cost, 1e-300):
-            break
-    S = subspace(model, J)
-    JS = J @ S
-    A = JS.T @ (w[:, None] * JS)
-    dof = max(r.shape[0] - S.shape[1], 1)
-    sigma2 = float((w * r) @ r) / dof
-    cov_z = sigma2 * np.linalg.pinv(A)
-    return Solution(
-        model=model,
-        residual=r,
-        weights=w,
-        S=S,
-        covariance=S @ cov_z @ S.T,
-        sigma=float(np.sqrt(sigma2)),
-        iterations=iteration,
-        costs=tuple(costs),
-    )
+
+        def normal() -> tuple[Array, Array, Array]:
+            S = subspace(m, J)
+            JS = J @ S
+            return S, JS.T @ (w[:, None] * JS), JS.T @ (w * r)
+
+        return w, normal
+
+    r, J = evaluate(model)
+    return minimise(
+        model, r, J, evaluate, linearise, retract, cost=lambda r: robust_cost(r, loss, f_scale),
+        max_iterations=max_iterations, xtol=xtol, ftol=ftol, progress=progress, label=label,
+    )  # fmt: skip

@@ -43,6 +43,9 @@ TOLERANCE = 1e-13
 SINGULAR = 1e-7
 # Largest step of the actuated joints in one continuation step (rad or m).
 CONTINUATION_STEP = 0.2
+# Longest path of the actuated joints followed (rad or m; 16 turns): a longer one is a
+# diverged state (e.g. an open-loop simulation), not a motion.
+MAX_PATH = 100.0
 # Largest Newton correction after a prediction, as a fraction of the predicted
 # move (a correction of the size of the move would jump to another assembly branch).
 CORRECTION = 0.25
@@ -307,6 +310,14 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
     mode = _mode(basis, K_p)
     begin = q[:, model.active].copy()
     distance = np.abs(qa - begin).max(axis=1)
+    far = np.flatnonzero(~(distance <= MAX_PATH))  # also NaN and inf
+    if far.size:
+        i = int(far[0])
+        raise WorkbenchError(
+            f"{model.name}: actuated joints {np.round(qa[i], 6).tolist()} (sample {i}) are "
+            f"{distance[i]:.3g} from the starting configuration; the closure is followed along "
+            f"paths of at most {MAX_PATH:g} (rad or m)"
+        )
     done = np.zeros(N)
     first_step = np.minimum(1.0, CONTINUATION_STEP / np.maximum(distance, 1e-300))
     step = first_step.copy()

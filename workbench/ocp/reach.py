@@ -265,7 +265,10 @@ def _check_motion(problem: ReachProblem, model: ClosedChain, start, goal, result
         _simulate(model, goal, result)
         result.transcription_error = transcription_error(model, result)
     except WorkbenchError as exc:
-        result.warnings.append(f"the planned torques cannot be simulated: {exc}")
+        result.warnings.append(
+            f"the planned torques cannot be simulated (too few knots to resolve the motion? "
+            f"now {problem.knots}): {exc}"
+        )
         return
     travel = float(task_distance(model, np.asarray(start), np.asarray(goal)))
     if result.transcription_error > COARSE * max(travel, 1e-9):
