@@ -30,7 +30,7 @@ from workbench.calibration.normal_equations import (
     residual_sums,
     sample_stride,
 )
-from workbench.calibration.report import CalibrationReport, HeldOut, warn_if_impossible
+from workbench.calibration.report import CalibrationReport, HeldOut, report_of
 from workbench.calibration.samples import Log
 from workbench.calibration.validation import EndSplit, Folds
 from workbench.chain import Chain
@@ -176,16 +176,7 @@ def calibrate_chunked(
         **problem.summary(full),
         "train_relative_rms": math.sqrt(train_after2 / train_measured2),
     }
-    calibrated = problem.chain(full)
-    warn_if_impossible(calibrated)
-    return CalibrationReport(
-        calibrated,
-        summary,
-        problem.parameters(full),
-        heldout,
-        problem.files(full),
-        problem.dynamics(full),
-    )
+    return report_of(problem, full, summary, heldout)
 
 
 def _figures(error2: Array, measured2: Array, rows: int, labels, numbers: bool = False):

@@ -214,15 +214,21 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
             train_after + problem.measured(everything), problem.measured(everything)
         )
     heldout = HeldOut(times, after, before, measured, tuple(problem.labels), problem.unit)
-    calibrated = problem.chain(full)
+    return report_of(problem, full, summary, heldout)
+
+
+def report_of(problem, fit, summary: dict, heldout: HeldOut) -> CalibrationReport:
+    """The report of a kind's ``problem`` fitted on all samples (``fit``): the calibrated
+    model (a warning when it is physically impossible), parameters, files and dynamics."""
+    calibrated = problem.chain(fit)
     warn_if_impossible(calibrated)
     return CalibrationReport(
         calibrated,
         summary,
-        problem.parameters(full),
+        problem.parameters(fit),
         heldout,
-        problem.files(full),
-        problem.dynamics(full),
+        problem.files(fit),
+        problem.dynamics(fit),
     )
 
 
