@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     counts = ", ".join(f"{n} {status}" for status, n in sorted(outcome.counts.items()))
     print(
-        f"swept {sweep.source}: {len(outcome.rows)} tasks ({counts}); solved now "
+        f"swept {sweep.source}: {len(outcome.rows)} task{'s' * (len(outcome.rows) != 1)} "
+        f"({counts}); solved now "
         f"{len(outcome.solved_now)}, kept {len(outcome.reused)} from {args.out}, "
         f"{outcome.wall_time_s:.1f} s on {outcome.workers} worker(s); results in "
         f"{args.out}/results.parquet"
