@@ -30,7 +30,7 @@ from workbench.calibration.normal_equations import (
     residual_sums,
     sample_stride,
 )
-from workbench.calibration.report import CalibrationReport, HeldOut, report_of
+from workbench.calibration.report import CalibrationReport, HeldOut, report_of, report_summary
 from workbench.calibration.samples import Log
 from workbench.calibration.validation import EndSplit, Folds
 from workbench.chain import Chain
@@ -143,39 +143,24 @@ def calibrate_chunked(
     label = validation.label
     if len(sample["t"]) < n_samples:
         label += f" (plots: every {sample_stride(n_samples)}th sample)"
-    summary = {
-        "kind": "dynamic",
-        "model": chain.name,
-        "tool_frame": chain.tool_name,
-        "log": log.source,
-        "joint_names": list(chain.joint_names),
-        "heldout_relative_rms": figures["relative_rms"],
-        "heldout": {
-            "scheme": label,
-            "samples": held_rows,
-            "calibrated": figures,
-            "nominal": nominal,
-            "folds": folds,
-        },
-        "rms": {
-            "train_before": math.sqrt(train_before2 / entries),
-            "train_after": math.sqrt(train_after2 / entries),
-            "validation_before": math.sqrt(float(before2.sum()) / held_entries),
-            "validation_after": math.sqrt(float(after2.sum()) / held_entries),
-            "unit": problem.unit,
-        },
-        "samples": {"fitted": n_samples, "heldout": held_rows},
-        "dropped_rows": [],
-        "velocities_estimated": False,
-        "preprocessing": {"decimation": 1, "border_samples": 0},
-        "large_log": {
-            "parts": len(log.parts),
-            "method": "per-joint triangular factors accumulated by a Dask map-reduce "
-            "(workbench.calibration.normal_equations)",
-        },
-        **problem.summary(full),
-        "train_relative_rms": math.sqrt(train_after2 / train_measured2),
+    rms = {
+        "train_before": math.sqrt(train_before2 / entries),
+        "train_after": math.sqrt(train_after2 / entries),
+        "validation_before": math.sqrt(float(before2.sum()) / held_entries),
+        "validation_after": math.sqrt(float(after2.sum()) / held_entries),
+        "unit": problem.unit,
     }
+    summary = report_summary(
+        "dynamic", chain, log, label, figures, nominal, folds, rms,
+        fitted=n_samples, heldout=held_rows,
+    )  # fmt: skip
+    summary["large_log"] = {
+        "parts": len(log.parts),
+        "method": "per-joint triangular factors accumulated by a Dask map-reduce "
+        "(workbench.calibration.normal_equations)",
+    }
+    summary.update(problem.summary(full))
+    summary["train_relative_rms"] = math.sqrt(train_after2 / train_measured2)
     return report_of(problem, full, summary, heldout)
 
 

@@ -180,41 +180,54 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
     fitted = problem.summary(full)
     _check_determined(log, train_after, fitted.get("identifiable_dimension"))
     _check_measurable(log, len(times), figures, nominal)
-    summary = {
-        "kind": kind_name,
-        "model": chain.name,
-        "tool_frame": chain.tool_name,
-        "log": log.source,
-        "joint_names": list(chain.joint_names),
-        "heldout_relative_rms": figures["relative_rms"],
-        "heldout": {
-            "scheme": label,
-            "samples": len(times),
-            "calibrated": figures,
-            "nominal": nominal,
-            "folds": folds,
-        },
-        "rms": {
-            "train_before": _rms(train_before),
-            "train_after": _rms(train_after),
-            "validation_before": _rms(before),
-            "validation_after": _rms(after),
-            "unit": problem.unit,
-        },
-        "samples": {"fitted": len(problem.times), "heldout": len(times)},
-        "dropped_rows": [
-            {"line": d.line, "column": d.column, "reason": d.reason} for d in log.dropped
-        ],
-        "velocities_estimated": log.differentiated,
-        "preprocessing": {"decimation": log.decimation, "border_samples": log.border},
-        **fitted,
+    rms = {
+        "train_before": _rms(train_before),
+        "train_after": _rms(train_after),
+        "validation_before": _rms(before),
+        "validation_after": _rms(after),
+        "unit": problem.unit,
     }
+    summary = report_summary(
+        kind_name, chain, log, label, figures, nominal, folds, rms,
+        fitted=len(problem.times), heldout=len(times),
+    )  # fmt: skip
+    summary.update(fitted)
     if problem.unit == "N m":
         summary["train_relative_rms"] = relative_rms(
             train_after + problem.measured(everything), problem.measured(everything)
         )
     heldout = HeldOut(times, after, before, measured, tuple(problem.labels), problem.unit)
     return report_of(problem, full, summary, heldout)
+
+
+def report_summary(
+    kind: str, chain: Chain, log, scheme: str, figures: dict, nominal: dict, folds: list,
+    rms: dict, *, fitted: int, heldout: int,
+) -> dict:  # fmt: skip
+    """The summary.json entries every calibration report has (a :class:`Log` or a large log:
+    both carry ``dropped``, ``differentiated``, ``decimation`` and ``border``)."""
+    return {
+        "kind": kind,
+        "model": chain.name,
+        "tool_frame": chain.tool_name,
+        "log": log.source,
+        "joint_names": list(chain.joint_names),
+        "heldout_relative_rms": figures["relative_rms"],
+        "heldout": {
+            "scheme": scheme,
+            "samples": heldout,
+            "calibrated": figures,
+            "nominal": nominal,
+            "folds": folds,
+        },
+        "rms": rms,
+        "samples": {"fitted": fitted, "heldout": heldout},
+        "dropped_rows": [
+            {"line": d.line, "column": d.column, "reason": d.reason} for d in log.dropped
+        ],
+        "velocities_estimated": log.differentiated,
+        "preprocessing": {"decimation": log.decimation, "border_samples": log.border},
+    }
 
 
 def report_of(problem, fit, summary: dict, heldout: HeldOut) -> CalibrationReport:
