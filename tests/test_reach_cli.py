@@ -158,6 +158,7 @@ def test_minimum_time_is_faster_and_saturates_a_motor():
             "no trajectory",
         ),
         (("[solver]", "[design]\nmass_budget = 1.0\n\n[solver]"), "at least one design variable"),
+        (("[solver]", '[solver]\nbarrier = "fast"'), "barrier = 'fast' must be one of"),
     ],
 )
 def test_bad_problem_values_name_the_key(tmp_path, capsys, change, message):

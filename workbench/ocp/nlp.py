@@ -47,17 +47,21 @@ class Constraints:
 
 
 def ipopt_options(
-    tolerance: float, max_iterations: int, progress: bool, warm_start: bool = False
+    tolerance: float,
+    max_iterations: int,
+    progress: bool,
+    warm_start: bool = False,
+    barrier: str = "adaptive",
 ) -> dict:
     """IPOPT with the exact Hessian, the given tolerance and a tight constraint tolerance.
 
-    The barrier parameter follows IPOPT's adaptive strategy (the
-    quality-function oracle of [NWW]): on the shipped reaching
-    problems it needs 9-28 iterations where the monotone Fiacco-McCormick
-    decrease needs 14-35, at the same optima (objectives within 1e-7
-    relative; BENCHMARKS.md). ``warm_start``: start near the previous
-    solution's barrier level (monotone, small mu and bound push) for an
-    initial guess that is a solution already.
+    ``barrier``: IPOPT's barrier update, "adaptive" (the quality-function
+    oracle of [NWW]; on the shipped reaching problems 9-28 iterations where
+    the monotone Fiacco-McCormick decrease needs 14-35, at the same optima
+    within 1e-7 relative: ``benchmarks/bench_barrier.py``) or "monotone".
+    ``warm_start``: start near the previous solution's barrier level
+    (monotone, small mu and bound push) for an initial guess that is a
+    solution already.
     """
     options = {
         "ipopt.hessian_approximation": "exact",
@@ -71,7 +75,7 @@ def ipopt_options(
     if warm_start:
         options.update({"ipopt.mu_init": 1e-6, "ipopt.bound_push": 1e-9, "ipopt.bound_frac": 1e-9})
     else:
-        options["ipopt.mu_strategy"] = "adaptive"
+        options["ipopt.mu_strategy"] = barrier
     return options
 
 

@@ -15,6 +15,7 @@ and the task; every key but ``start`` and ``goal`` has a default::
     [solver]
     tolerance = 1e-9
     max_iterations = 1000
+    barrier = "adaptive"       # IPOPT's barrier update: "adaptive" or "monotone"
     [design]                   # optional co-design (the spherical five-bar only)
     file = "../models/fivebar/design.toml"   # the design file (default the shipped one)
     mass_budget = 0.75
@@ -39,6 +40,7 @@ from workbench.ocp.design import DesignSpace
 
 # A longer reaching motion is a typo (seconds for milliseconds?), not a problem to solve.
 MAX_DURATION = 3600.0
+BARRIERS = ("adaptive", "monotone")  # IPOPT's mu_strategy (workbench.ocp.nlp.ipopt_options)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class ReachProblem:
     warm_start: Path | None = None
     tolerance: float = 1e-9
     max_iterations: int = 1000
+    barrier: str = "adaptive"
     source: str = "<built-in>"
     design: object | None = None
 
@@ -100,6 +103,7 @@ class ReachProblem:
                 )
         tolerance = solver.number("tolerance", 1e-9, positive=True)
         max_iterations = solver.integer("max_iterations", 1000, minimum=1)
+        barrier = solver.string("barrier", "adaptive", choices=BARRIERS)
         design = None
         if "design" in top:
             design = DesignSpace.from_section(top.section("design"), model, base)
@@ -116,6 +120,7 @@ class ReachProblem:
             warm_start=warm_start,
             tolerance=tolerance,
             max_iterations=max_iterations,
+            barrier=barrier,
             source=source,
             design=design,
         )

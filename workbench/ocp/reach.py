@@ -216,8 +216,9 @@ def solve(
     if design is not None:
         x0 = np.append(x0, np.zeros(design.size))
     options = ipopt_options(
-        problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None
-    )
+        problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None,
+        problem.barrier,
+    )  # fmt: skip
     solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
     warm_up()
     if design is not None:  # compile or load the mesh kernels before timing
