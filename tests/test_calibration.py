@@ -250,7 +250,9 @@ def test_cli_bad_log_exits_2(tmp_path, capsys):
         str(out),
     ]
     assert main(args) == 2
-    assert "line 1, column 2" in capsys.readouterr().err
+    assert "no movable joint named 'nope'; its movable joints are iiwa_joint_1" in (
+        capsys.readouterr().err
+    )
     assert not out.exists()
 
 

@@ -116,16 +116,21 @@ def test_unknown_model_and_missing_urdf():
         wb.load_urdf("/nonexistent.urdf")
 
 
-def test_unsupported_joint_type_is_named(tmp_path):
+def test_continuous_joints_load_and_other_types_are_named(tmp_path):
+    """A continuous joint is a revolute joint without limits; a planar one is named."""
     urdf = tmp_path / "continuous.urdf"
-    urdf.write_text(
-        """<robot name="r"><link name="base"/><link name="wheel">
+    text = """<robot name="r"><link name="base"/><link name="wheel">
         <inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>
         </inertial></link>
         <joint name="spin" type="continuous"><parent link="base"/><child link="wheel"/>
         <axis xyz="0 0 1"/></joint></robot>"""
-    )
-    with pytest.raises(wb.WorkbenchError, match="joint 'spin' has unsupported type JointModelRUBZ"):
+    urdf.write_text(text)
+    chain = wb.load_urdf(urdf)
+    assert chain.joint_kinds == ("revolute",) and np.isinf(chain.upper[0])
+    tau = wb.inverse_dynamics(chain, np.zeros((1, 1)), np.zeros((1, 1)), np.ones((1, 1)))
+    assert tau[0, 0] == pytest.approx(1.0, rel=1e-12)  # izz about the axis through the origin
+    urdf.write_text(text.replace('type="continuous"', 'type="planar"'))
+    with pytest.raises(wb.WorkbenchError, match="joint 'spin' is a planar joint"):
         wb.load_urdf(urdf)
 
 

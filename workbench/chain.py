@@ -61,6 +61,20 @@ class Frame:
     attached_to: str | None = None
 
 
+@dataclass(frozen=True)
+class Reduction:
+    """Where a chain cut from a whole robot comes from: its URDF and the locked joints.
+
+    ``locked`` holds (joint, value) pairs, the value in the joint's own unit
+    (rad or m); every movable joint of the URDF that is not a joint of the
+    chain is locked, as Pinocchio's reduced models do
+    (:func:`workbench.pinocchio_conversion.reduced_model`).
+    """
+
+    urdf: str
+    locked: tuple[tuple[str, float], ...] = ()
+
+
 @dataclass(frozen=True, eq=False)
 class Chain:
     """A fixed-base tree of revolute/prismatic joints in normal form (see module docstring).
@@ -89,6 +103,7 @@ class Chain:
     tool_attached_to: str | None = None
     base_name: str = "base_link"
     name: str = "robot"
+    reduction: Reduction | None = None  # set for a chain cut from a whole robot
 
     def __post_init__(self) -> None:
         n = len(self.joint_names)

@@ -10,13 +10,24 @@ returns the Pinocchio model it was built from. Names:
 * from the ``example-robot-data`` wheel (found under its installed prefix,
   the wheel has no Python loader): ``ur3``, ``ur5``, ``ur10``, ``panda``,
   ``panda_arm`` (fingers locked), ``talos`` (fixed-base), ``talos_upper_body``
-  (legs locked), ``kinova``, ``z1``, ``double_pendulum``.
+  (legs locked), ``kinova``, ``z1``, ``double_pendulum``; whole robots
+  with wheels, heads and grippers, calibrated a part at a time (name the
+  joints to keep): ``tiago``, ``tiago_pro``, ``pr2``, ``baxter``,
+  ``talos_full``.
+
+A whole robot (any URDF: continuous joints, mimic joints, a floating or
+planar root, wheels) is cut to the joints named in ``joints``, every other
+movable joint locked at its ``locked`` value or zero
+(:func:`workbench.urdf.load_robot`); the chain writes back as the whole
+robot (:func:`workbench.urdf.write_urdf`).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +35,7 @@ from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
 from workbench.resources import shipped
-from workbench.urdf import load_urdf
+from workbench.urdf import load_robot
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,11 @@ MODELS: dict[str, ModelSpec] = {
     "double_pendulum": ModelSpec(
         "example-robot-data", "double_pendulum_description/urdf/double_pendulum.urdf"
     ),
+    "tiago": ModelSpec("example-robot-data", "tiago_description/robots/tiago.urdf"),
+    "tiago_pro": ModelSpec("example-robot-data", "tiago_pro_description/robots/tiago_pro.urdf"),
+    "pr2": ModelSpec("example-robot-data", "pr2_description/urdf/pr2.urdf"),
+    "baxter": ModelSpec("example-robot-data", "baxter_description/urdf/baxter.urdf"),
+    "talos_full": ModelSpec("example-robot-data", "talos_data/robots/talos_full_v2.urdf"),
 }
 
 
@@ -118,22 +134,42 @@ def load_pinocchio(name: str):
     return model
 
 
-def load(name: str, tool_frame: str | None = None, *, moving: bool = False) -> Chain:
+def load(
+    name: str,
+    tool_frame: str | None = None,
+    *,
+    moving: bool = False,
+    joints: Sequence[str] | None = None,
+    locked: Mapping[str, float] | None = None,
+) -> Chain:
     """A named model (see the module docstring), or a path to a URDF file, as a Chain.
 
-    ``moving=True`` refuses a model without joints (nothing to simulate or calibrate).
+    ``joints`` keeps only the named joints of a whole robot and ``locked``
+    gives the others their values (module docstring); ``moving=True``
+    refuses a model without joints (nothing to simulate or calibrate).
     """
-    if _is_path(name):
-        chain = load_urdf(name, tool_frame=tool_frame)
-    else:
-        spec = _spec(name)
-        chain = from_pinocchio(load_pinocchio(name), tool_frame=tool_frame or spec.tool_frame)
+    if not isinstance(name, str | os.PathLike):
+        raise WorkbenchError(f"a model is a name or a URDF path, not {type(name).__name__}")
+    name = os.fspath(name)
+    tool_frame = tool_frame or _tool(name)
+    whole = joints is not None or bool(locked)
+    chain = None
+    if not _is_path(name) and _spec(name).locked_prefixes:
+        chain = from_pinocchio(load_pinocchio(name), tool_frame=tool_frame)
+    elif not whole:
+        chain = load_robot(urdf_path(name), None, None, tool_frame)
+    if whole and (chain is None or locked or set(joints) != set(chain.joint_names)):
+        chain = load_robot(urdf_path(name), joints, locked, tool_frame)
     if moving and chain.n == 0:
         raise WorkbenchError(
             f"model {name} has no revolute or prismatic joints: nothing moves "
             "(its URDF joints are all fixed)"
         )
     return chain
+
+
+def _tool(name: str) -> str | None:
+    return None if _is_path(name) else _spec(name).tool_frame
 
 
 def _is_path(name: str) -> bool:

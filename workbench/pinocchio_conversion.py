@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,11 +34,21 @@ _JOINTS = {
     "JointModelPY": (PRISMATIC, (0.0, 1.0, 0.0)),
     "JointModelPZ": (PRISMATIC, (0.0, 0.0, 1.0)),
     "JointModelPrismaticUnaligned": (PRISMATIC, None),
+    # continuous joints (revolute without limits): two coordinates (cos, sin), one velocity
+    "JointModelRUBX": (REVOLUTE, (1.0, 0.0, 0.0)),
+    "JointModelRUBY": (REVOLUTE, (0.0, 1.0, 0.0)),
+    "JointModelRUBZ": (REVOLUTE, (0.0, 0.0, 1.0)),
+    "JointModelRevoluteUnboundedUnaligned": (REVOLUTE, None),
 }
 
 
 def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = True) -> Chain:
     """Build a chain from a fixed-base Pinocchio model of revolute/prismatic joints.
+
+    Continuous joints (Pinocchio's unbounded revolute joints, coordinates
+    (cos q, sin q)) become revolute joints without position limits. A whole
+    robot with other joints (wheels, a floating base, grippers) is cut to
+    the joints to calibrate first (:func:`reduced_model`).
 
     ``tool_frame`` names a frame of the model; the default is the
     model's last frame. Body and operational frames other than the link
@@ -51,11 +62,11 @@ def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = Tru
     for jid in range(1, model.njoints):
         joint = model.joints[jid]
         kind = _JOINTS.get(joint.shortname())
-        if kind is None or joint.nq != 1 or joint.nv != 1:
+        if kind is None or joint.nv != 1:
             raise WorkbenchError(
-                f"joint '{model.names[jid]}' has unsupported type {joint.shortname()}; "
-                "supported: revolute and prismatic joints with one coordinate "
-                "(RX/RY/RZ/RevoluteUnaligned, PX/PY/PZ/PrismaticUnaligned)"
+                f"joint '{model.names[jid]}' is a {_describe(joint)} joint; a chain has "
+                "revolute, continuous and prismatic joints only: name the joints to "
+                "calibrate ([model] joints in a log description), the others are locked"
             )
         axis = np.array(kind[1] if kind[1] is not None else joint.extract().axis, dtype=float)
         kinds.append(kind[0])
@@ -124,10 +135,7 @@ def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = Tru
         tool_parent=tool.parentJoint - 1,
         tool_frame=data.oMf[tool_id].homogeneous.copy(),
         gravity=np.array(model.gravity.linear),
-        lower=np.array(model.lowerPositionLimit),
-        upper=np.array(model.upperPositionLimit),
-        velocity_limit=np.array(model.velocityLimit),
-        effort_limit=np.array(model.effortLimit),
+        **_limits(model),
         frames=tuple(frames),
         base_name=base_name,
         name=model.name or "robot",
@@ -135,6 +143,32 @@ def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = Tru
     if physical:
         check_inertias(chain, f"model '{chain.name}'")
     return chain
+
+
+def _limits(model) -> dict[str, Array]:
+    """Position, velocity and effort limits per joint; none in position for continuous joints."""
+    iq = np.array([model.idx_qs[j] for j in range(1, model.njoints)], dtype=int)
+    iv = np.array([model.idx_vs[j] for j in range(1, model.njoints)], dtype=int)
+    bounded = np.array([model.nqs[j] == 1 for j in range(1, model.njoints)], dtype=bool)
+    lower = np.where(bounded, np.asarray(model.lowerPositionLimit)[iq], -np.inf)
+    upper = np.where(bounded, np.asarray(model.upperPositionLimit)[iq], np.inf)
+    return {
+        "lower": lower,
+        "upper": upper,
+        "velocity_limit": np.asarray(model.velocityLimit)[iv],
+        "effort_limit": np.asarray(model.effortLimit)[iv],
+    }
+
+
+def _describe(joint) -> str:
+    names = {
+        "JointModelFreeFlyer": "floating (free-flyer)",
+        "JointModelPlanar": "planar",
+        "JointModelSpherical": "spherical",
+        "JointModelSphericalZYX": "spherical",
+        "JointModelTranslation": "translation",
+    }
+    return names.get(joint.shortname(), joint.shortname())
 
 
 def from_urdf(cls, path: str | os.PathLike, tool_frame: str | None = None) -> Chain:
@@ -217,3 +251,90 @@ def _pinocchio_joint(kind: str, axis: Array):
     if kind == REVOLUTE:
         return pin.JointModelRevoluteUnaligned(np.asarray(axis, dtype=float))
     return pin.JointModelPrismaticUnaligned(np.asarray(axis, dtype=float))
+
+
+def reduced_model(
+    model,
+    joints: Sequence[str] | None,
+    locked: Mapping[str, float] | None = None,
+    mimic: Mapping[str, tuple[str, float, float]] | None = None,
+    source: str = "model",
+):
+    """A whole robot cut to the joints to calibrate: (reduced model, locked values).
+
+    ``joints`` names the joints that stay (None: every joint, which must
+    then all be revolute, continuous or prismatic); every other movable
+    joint is locked, as :func:`pinocchio.buildReducedModel` does, at the
+    value ``locked`` gives it (rad or m), else at ``multiplier * value +
+    offset`` of the joint it mimics when that one is locked (``mimic``:
+    joint -> (mimicked joint, multiplier, offset), from the URDF), else at
+    zero (the neutral configuration of floating and planar joints). Link
+    inertias and frames of a locked subtree are carried by the joint before
+    it. ``source`` names the model in errors.
+    """
+    locked = dict(locked or {})
+    mimic = dict(mimic or {})
+    movable = list(model.names[1:])
+    if joints is None:
+        unsupported = [
+            model.names[j]
+            for j in range(1, model.njoints)
+            if model.joints[j].shortname() not in _JOINTS and model.names[j] not in locked
+        ]
+        if unsupported:
+            raise WorkbenchError(
+                f"{source}: joints {', '.join(unsupported)} are neither revolute, continuous nor "
+                "prismatic: name the joints to calibrate ([model] joints = [...] in the log "
+                "description, or columns for them), the other joints are locked"
+            )
+        joints = [n for n in movable if n not in locked]
+    unknown = [j for j in joints if j not in movable]
+    if unknown:
+        raise WorkbenchError(
+            f"{source}: no movable joint named {', '.join(map(repr, unknown))}; its movable "
+            f"joints are {', '.join(movable)}"
+        )
+    repeated = sorted({j for j in joints if list(joints).count(j) > 1})
+    if repeated:
+        raise WorkbenchError(f"{source}: joints {', '.join(repeated)} named twice")
+    both = [j for j in joints if j in locked]
+    if both:
+        raise WorkbenchError(
+            f"{source}: joints {', '.join(both)} are both calibrated and locked ([model.locked])"
+        )
+    stray = [j for j in locked if j not in movable]
+    if stray:
+        raise WorkbenchError(
+            f"[model.locked] names {', '.join(map(repr, stray))}, not a movable joint of {source}; "
+            f"its movable joints are {', '.join(movable)}"
+        )
+    kept = set(joints)
+    values = {}
+    for name in movable:
+        if name in kept:
+            continue
+        if name in locked:
+            values[name] = float(locked[name])
+        elif name in mimic and mimic[name][0] in locked:
+            other, multiplier, offset = mimic[name]
+            values[name] = multiplier * float(locked[other]) + offset
+        else:
+            values[name] = 0.0
+    q = pin.neutral(model)
+    for name, value in values.items():
+        jid = model.getJointId(name)
+        joint, iq = model.joints[jid], model.idx_qs[jid]
+        if joint.nq == 1:
+            q[iq] = value
+        elif joint.shortname() in _JOINTS:  # continuous: (cos, sin)
+            q[iq : iq + 2] = np.cos(value), np.sin(value)
+        elif value != 0.0:
+            raise WorkbenchError(
+                f"[model.locked] {name} = {value:g}: a {_describe(joint)} joint is locked at its "
+                "neutral configuration only (give no value)"
+            )
+    if not np.all(np.isfinite(q)):
+        raise WorkbenchError(f"{source}: a locked joint value is not finite")
+    locked_ids = [model.getJointId(name) for name in values]
+    reduced = pin.buildReducedModel(model, locked_ids, q) if locked_ids else model
+    return reduced, values

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
 from workbench import inertia, lie
-from workbench.chain import REVOLUTE, Chain
+from workbench.chain import REVOLUTE, Chain, Reduction
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
 from workbench.mesh import mesh_file_properties
-from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
+from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model, reduced_model
 
 _LARGEST = np.finfo(float).max
 
@@ -62,11 +64,18 @@ def urdf_string(
 ) -> str:
     """The URDF text of ``chain``: one link per joint (frame = joint frame), fixed frames, tool.
 
-    ``meshes`` maps a link name to mesh files (paths relative to the URDF,
-    vertices in the link's frame) that become its visual and collision
-    geometry; ``dynamics`` a joint name to its viscous and Coulomb friction,
-    written as ``<dynamics damping="..." friction="..."/>``.
+    A chain cut from a whole robot (``chain.reduction``, :func:`load_robot`)
+    is written as that whole robot instead: the robot's own URDF with only
+    what the chain changed (:func:`whole_robot_string`). ``meshes`` maps a
+    link name to mesh files (paths relative to the URDF, vertices in the
+    link's frame) that become its visual and collision geometry;
+    ``dynamics`` a joint name to its viscous and Coulomb friction, written
+    as ``<dynamics damping="..." friction="..."/>``.
     """
+    if chain.reduction is not None:
+        if meshes:
+            raise WorkbenchError("a whole robot keeps its own meshes; give no meshes to write it")
+        return whole_robot_string(chain, dynamics)
     meshes = meshes or {}
     dynamics = dynamics or {}
     robot = ET.Element("robot", name=chain.name)
@@ -122,6 +131,195 @@ def load_urdf(path: str | os.PathLike, tool_frame: str | None = None) -> Chain:
     ``tool_frame`` names a frame of the model; the default is its last frame.
     """
     return from_pinocchio(load_urdf_model(path), tool_frame=tool_frame)
+
+
+def load_robot(
+    path: str | os.PathLike,
+    joints: Sequence[str] | None = None,
+    locked: Mapping[str, float] | None = None,
+    tool_frame: str | None = None,
+    *,
+    physical: bool = True,
+) -> Chain:
+    """A whole robot's URDF as the chain of the joints to calibrate, the rest locked.
+
+    ``joints`` names the joints that stay (None: all, when all are revolute,
+    continuous or prismatic); every other movable joint (wheels, a floating
+    or planar root, head, grippers) is locked at its ``locked`` value, at the
+    mimic relation's value, or at zero
+    (:func:`workbench.pinocchio_conversion.reduced_model`). The chain
+    remembers the URDF and the locked values (``chain.reduction``), so that
+    :func:`write_urdf` writes the whole robot back. The default tool is the
+    last frame fixed to the last joint's link (not through a locked joint).
+    Mesh files are not read.
+    """
+    path = Path(path)
+    model = load_urdf_model(path)
+    reduced, values = reduced_model(model, joints, locked, _mimic(path), source=str(path))
+    if not values:
+        return from_pinocchio(model, tool_frame=tool_frame, physical=physical)
+    tool = tool_frame or _default_tool(reduced, values)
+    chain = from_pinocchio(reduced, tool_frame=tool, physical=physical)
+    reduction = Reduction(str(path.resolve()), tuple(values.items()))
+    return replace(chain, reduction=reduction, name=model.name or chain.name)
+
+
+def reload_urdf(chain: Chain, path: str | os.PathLike) -> Chain:
+    """Read back a URDF written from ``chain`` (same tool and locked joints), any inertias."""
+    if chain.reduction is None:
+        return from_pinocchio(load_urdf_model(path), tool_frame=chain.tool_name, physical=False)
+    return load_robot(
+        path, chain.joint_names, dict(chain.reduction.locked), chain.tool_name, physical=False
+    )
+
+
+def whole_robot_string(chain: Chain, dynamics: dict[str, tuple[float, float]] | None = None) -> str:
+    """The whole robot's URDF with what ``chain`` (cut from it by :func:`load_robot`) changed.
+
+    The poses at q = 0 (locked joints at their values) of every link, the
+    tool and the attached frames are taken from ``chain``; a joint whose
+    parent or child link moved gets the origin that puts them there
+    (``origin = P_parent^-1 P_child exp(-[axis] q_locked)``), the other
+    joints keep their text. Inertias stay where the chain has them: a
+    moved link keeps its spatial inertia in the base frame, and a link of
+    the chain whose spatial inertia changed takes the change on the URDF
+    link of its joint (the links locked to it keep theirs). ``dynamics`` adds ``<dynamics>`` to the
+    chain's joints. Every other element of the file is kept as it is.
+    """
+    reduction = chain.reduction
+    path = Path(reduction.urdf)
+    locked = dict(reduction.locked)
+    nominal = load_robot(path, chain.joint_names, locked, chain.tool_name, physical=False)
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise WorkbenchError(f"cannot read URDF {path}: {exc}") from exc
+    links = {link.get("name"): link for link in root.findall("link")}
+    now = {name: _pose(chain, name) for name in links}
+    before = {name: _pose(nominal, name) for name in links}
+    moved = {name for name in links if not np.allclose(now[name], before[name], rtol=0, atol=1e-13)}
+    index = {name: i for i, name in enumerate(chain.joint_names)}
+    dynamics = dynamics or {}
+    for joint in root.findall("joint"):
+        name = joint.get("name")
+        parent, child = joint.find("parent").get("link"), joint.find("child").get("link")
+        if name in dynamics:
+            for old in joint.findall("dynamics"):
+                joint.remove(old)
+            damping, friction = dynamics[name]
+            ET.SubElement(joint, "dynamics", damping=_num(damping), friction=_num(friction))
+        if parent not in moved and child not in moved:
+            continue
+        axis = _axis(joint)
+        if name in index:
+            axis = chain.axes[index[name]]
+            for old in joint.findall("axis"):
+                joint.remove(old)
+            ET.SubElement(joint, "axis", xyz=_vec(axis))
+        origin = (
+            lie.inverse(now[parent])
+            @ now[child]
+            @ _joint_motion(joint.get("type"), axis, -locked.get(name, 0.0))
+        )
+        for old in joint.findall("origin"):
+            joint.remove(old)
+        _origin(joint, origin)
+    changes = {}
+    for i, name in enumerate(chain.joint_names):
+        change = chain.phi[i] - nominal.phi[i]
+        scale = max(1.0, np.abs(nominal.phi[i]).max())
+        if not np.allclose(change, 0.0, rtol=0, atol=1e-14 * scale):
+            changes[root.find(f"joint[@name='{name}']/child").get("link")] = change
+    for name, link in links.items():  # a moved link keeps its inertia in the base frame
+        if name in moved or name in changes:
+            base = inertia.moved_phi(_inertial(link), before[name]) + changes.get(name, 0.0)
+            _set_inertial(link, inertia.moved_phi(base, lie.inverse(now[name])))
+    ET.indent(root)
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _pose(chain: Chain, name: str) -> np.ndarray:
+    """Pose of a URDF link in the base frame at q = 0 (locked joints at their values)."""
+    if name == chain.tool_name:
+        return chain.tool_frame
+    return chain.placement_of(name)
+
+
+def _axis(joint: ET.Element) -> np.ndarray:
+    axis = joint.find("axis")
+    xyz = np.array((axis.get("xyz", "1 0 0") if axis is not None else "1 0 0").split(), float)
+    norm = np.linalg.norm(xyz)
+    return xyz / norm if norm > 0 else xyz  # a fixed joint's axis may be zero
+
+
+def _joint_motion(kind: str | None, axis: np.ndarray, value: float) -> np.ndarray:
+    """The motion of a 1-DoF joint by ``value`` (identity for fixed and multi-DoF joints)."""
+    T = np.eye(4)
+    if kind in ("revolute", "continuous"):
+        T[:3, :3] = lie.exp_so3(axis * value)
+    elif kind == "prismatic":
+        T[:3, 3] = axis * value
+    return T
+
+
+def _inertial(link: ET.Element) -> np.ndarray:
+    """phi (10,) of a URDF link's <inertial> in the link frame (zero without one)."""
+    inertial = link.find("inertial")
+    if inertial is None:
+        return np.zeros(10)
+    mass = float(inertial.find("mass").get("value"))
+    T = _placement(inertial.find("origin"))
+    element = inertial.find("inertia")
+    get = {k: float(element.get(k, "0")) for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+    I = np.array(
+        [
+            [get["ixx"], get["ixy"], get["ixz"]],
+            [get["ixy"], get["iyy"], get["iyz"]],
+            [get["ixz"], get["iyz"], get["izz"]],
+        ]
+    )
+    R = T[:3, :3]
+    return inertia.phi_from_com(mass, T[:3, 3], R @ I @ R.T)
+
+
+def _mimic(path: Path) -> dict[str, tuple[str, float, float]]:
+    """joint -> (mimicked joint, multiplier, offset) from a URDF's <mimic> elements."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise WorkbenchError(f"cannot read URDF {path}: {exc}") from exc
+    result = {}
+    for joint in root.findall("joint"):
+        mimic = joint.find("mimic")
+        if mimic is not None:
+            result[joint.get("name")] = (
+                mimic.get("joint"),
+                float(mimic.get("multiplier", "1")),
+                float(mimic.get("offset", "0")),
+            )
+    return result
+
+
+def _default_tool(model, locked: Mapping[str, float]) -> str | None:
+    """The last frame fixed to the last joint's link without a locked joint in between."""
+    last = model.njoints - 1
+    if last == 0:
+        return None
+    body, op = pin.FrameType.BODY, pin.FrameType.OP_FRAME
+    best = None
+    for fid, frame in enumerate(model.frames):
+        if frame.parentJoint != last or frame.type not in (body, op):
+            continue
+        parent, through_locked, seen = frame.parentFrame, False, {fid}
+        while parent not in seen and model.frames[parent].parentJoint == last:
+            if model.frames[parent].type == pin.FrameType.JOINT:
+                break
+            through_locked |= model.frames[parent].name in locked
+            seen.add(parent)
+            parent = model.frames[parent].parentFrame
+        if not through_locked:
+            best = fid
+    return model.frames[best].name if best is not None else None
 
 
 def write_urdf(

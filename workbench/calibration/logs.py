@@ -34,7 +34,7 @@ from scipy.signal import savgol_filter
 
 from workbench.calibration import plausibility, recording
 from workbench.calibration.samples import Defaults, Log, Marker
-from workbench.calibration.tables import DroppedRow, Table, read_table, write_table
+from workbench.calibration.tables import DroppedRow, Table, read_header, read_table, write_table
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -83,6 +83,24 @@ def read_log(
     _check_required(log, require)
     plausibility.check_log(log, chain, channels=not description)
     return log
+
+
+def logged_joints(path: str | os.PathLike) -> tuple[list[str] | None, dict[str, float]]:
+    """The joints a log calibrates and the values of joints it locks (before the model loads).
+
+    A log description names them in ``[model] joints`` and ``[model.locked]``,
+    or by its ``columns`` tables (joint = column); a table by its ``q_<joint>``
+    columns. None: the log does not say (one column per model joint, in the
+    model's order). A whole robot is cut to these joints
+    (:func:`workbench.models.load`).
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".toml":
+        return recording.described_joints(path)
+    if not path.is_file():
+        return None, {}
+    header = read_header(path)
+    return [name[2:] for name in header if name.startswith("q_")] or None, {}
 
 
 def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order) -> Log:

@@ -78,6 +78,13 @@ Sections and keys (every key is checked; unknown keys are errors):
     rows slower than this are left out of torque fits (Coulomb friction is
     undefined at rest). See :mod:`workbench.calibration.signals`.
 ``[model]``
+    ``joints``: the joints this log calibrates, for a whole robot (wheels,
+    head, grippers, a mobile base): every other movable joint of the URDF is
+    locked, at its value in ``[model.locked]`` (joint = rad or m) or zero,
+    and the calibrated model is written back as the whole robot
+    (:func:`workbench.urdf.load_robot`). Without ``joints``, the joints of a
+    ``columns`` table (joint = "column") are the calibrated ones; a
+    ``columns`` list follows the order of ``joints`` (else the model's).
     ``terms``: torque-model terms (:mod:`workbench.calibration.drives`);
     ``[model.payload]``: a known body carried while logging (``link``,
     default the last; ``mass`` in kg, ``com`` in m and ``inertia`` =
@@ -137,17 +144,20 @@ def read_description(
     if "sample_period" in time:
         reader.drop_bad_rows = False  # filtering needs every sample: bad cells are errors
 
-    transmission = _transmission(top.section("transmission"), chain)
+    model = top.section("model")
+    order = _model_joints(model, chain)
+    transmission = _transmission(top.section("transmission"), chain, order)
     positions = top.section("positions", required=True)
-    q, q_where, q_table = _joint_block(reader, positions, chain, transmission, "positions")
+    q, q_where, q_table = _joint_block(reader, positions, chain, transmission, "positions", order)
     blocks = {"q": (q, q_table)}
     columns = {f"q_{j}": w for j, w in zip(chain.joint_names, q_where, strict=True)}
     if "velocities" in top:
-        dq, _, table = _joint_block(reader, top.section("velocities"), chain, transmission, "")
+        section = top.section("velocities")
+        dq, _, table = _joint_block(reader, section, chain, transmission, "", order)
         blocks["dq"] = (dq, table)
     if "torques" in top:
         section = top.section("torques")
-        tau, tau_where, table = _joint_block(reader, section, chain, transmission, "torques")
+        tau, tau_where, table = _joint_block(reader, section, chain, transmission, "torques", order)
         blocks["tau"] = (tau, table)
         columns |= {f"tau_{j}": w for j, w in zip(chain.joint_names, tau_where, strict=True)}
     markers = []
@@ -168,7 +178,6 @@ def read_description(
 
     t, dt = _time(reader, time, q.shape[0], rows[id(q_table)], q_table)
     processing = top.section("processing")
-    model = top.section("model")
     payload = _payload(model.section("payload"), chain)
     terms = model.strings("terms", None)
     if terms is not None:
@@ -237,7 +246,38 @@ class _Reader:
         return self.cache[path]
 
 
-def _column_names(section: Section, chain: Chain) -> list[str]:
+def described_joints(path: str | Path) -> tuple[list[str] | None, dict[str, float]]:
+    """The joints a description calibrates and the locked values it gives (module docstring)."""
+    path = Path(path)
+    top = Section(read_toml(path, "log description"), str(path))
+    model = top.section("model")
+    table = model.section("locked")
+    locked = {name: table.number(name) for name in table.table}
+    if "joints" in model:
+        return model.strings("joints"), locked
+    for key in ("positions", "torques", "velocities"):
+        raw = top.section(key).table.get("columns")
+        if isinstance(raw, dict):
+            return list(raw), locked
+    return None, locked
+
+
+def _model_joints(model: Section, chain: Chain) -> tuple[str, ...]:
+    """The order of ``columns`` lists: ``[model] joints`` (the chain's joints) or the chain's."""
+    model.section("locked")  # read by described_joints, before the model was loaded
+    if "joints" not in model:
+        return chain.joint_names
+    joints = model.strings("joints")
+    if sorted(joints) != sorted(chain.joint_names):
+        raise WorkbenchError(
+            f"{model.where('joints')} = {joints} are not the model's joints "
+            f"{', '.join(chain.joint_names)}"
+        )
+    return tuple(joints)
+
+
+def _column_names(section: Section, chain: Chain, order: tuple[str, ...]) -> list[str]:
+    """The column of each chain joint, in the chain's order."""
     raw = section.raw("columns")
     if isinstance(raw, dict):
         unknown = [j for j in raw if j not in chain.joint_names]
@@ -251,22 +291,30 @@ def _column_names(section: Section, chain: Chain) -> list[str]:
         if not all(isinstance(c, str) for c in names):
             raise WorkbenchError(f"{section.where('columns')}: column names must be strings")
         return names
-    return section.strings("columns", length=chain.n)
+    names = section.strings("columns")
+    if len(names) != chain.n:
+        raise WorkbenchError(
+            f"{section.where('columns')} has {len(names)} entries; expected {chain.n}, one per "
+            f'joint in the order {", ".join(order)} (or a table joint = "column", or name the '
+            "calibrated joints in [model] joints: the others are locked)"
+        )
+    by_joint = dict(zip(order, names, strict=True))
+    return [by_joint[j] for j in chain.joint_names]
 
 
 def _joint_block(
-    reader: _Reader, section: Section, chain: Chain, transmission, kind: str
+    reader: _Reader, section: Section, chain: Chain, transmission, kind: str, order
 ) -> tuple[Array, list[str], Table]:
     """One value per joint (N, n), joint side, SI units; where each came from; the table."""
     table = reader.table(section)
-    names = _column_names(section, chain)
+    names = _column_names(section, chain, order)
     raw = table.values[:, [table.index(c) for c in names]]
     where = [f"{table.path}, column {table.index(c) + 1} ('{c}')" for c in names]
     side = section.string("side", "joint", choices=("joint", "motor"))
     if kind == "torques":
         scale = section.raw("scale", 1.0)
         scale = (
-            section.array("scale", shape=(chain.n,))
+            _in_chain_order(section.array("scale", shape=(chain.n,)), order, chain)
             if isinstance(scale, list)
             else (section.number("scale", 1.0))
         )
@@ -284,9 +332,16 @@ def _joint_block(
         if side == "motor":
             values = np.linalg.solve(_need(transmission, section).position, values.T).T
         if kind == "positions":
-            values = values + section.array("offsets", np.zeros(chain.n), shape=(chain.n,)) * factor
+            offsets = section.array("offsets", np.zeros(chain.n), shape=(chain.n,))
+            values = values + _in_chain_order(offsets, order, chain) * factor
     section.done()
     return np.ascontiguousarray(values), where, table
+
+
+def _in_chain_order(values: Array, order: tuple[str, ...], chain: Chain) -> Array:
+    """Per-joint values (or a joint-by-joint matrix) given in ``order``, in the chain's order."""
+    perm = [order.index(j) for j in chain.joint_names]
+    return values[perm] if values.ndim == 1 else values[np.ix_(perm, perm)]
 
 
 def _need(transmission: Transmission | None, section: Section) -> Transmission:
@@ -297,7 +352,8 @@ def _need(transmission: Transmission | None, section: Section) -> Transmission:
     return transmission
 
 
-def _transmission(section: Section, chain: Chain) -> Transmission | None:
+def _transmission(section: Section, chain: Chain, order: tuple[str, ...]) -> Transmission | None:
+    """R and the torque matrix, given with joints and motors in ``order``, in the chain's."""
     if not section.table:
         return None
     n = chain.n
@@ -329,7 +385,7 @@ def _transmission(section: Section, chain: Chain) -> Transmission | None:
         torque = section.array("torque_matrix", shape=(n, n))
         _check_invertible(torque, section.where("torque_matrix"))
     section.done()
-    return Transmission(R, torque)
+    return Transmission(_in_chain_order(R, order, chain), _in_chain_order(torque, order, chain))
 
 
 def _check_invertible(R: Array, where: str) -> None:

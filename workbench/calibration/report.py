@@ -56,8 +56,7 @@ from workbench.chain import Chain, check_inertias
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.io import atomic_write_text
 from workbench.lie import Array
-from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
-from workbench.urdf import write_urdf
+from workbench.urdf import reload_urdf, write_urdf
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
 from workbench.viz.report_page import write_report_page
 
@@ -348,9 +347,7 @@ def write_report(
     """Write the results (module docstring) into ``directory``."""
     directory = Path(directory)
     urdf = write_urdf(report.chain, directory / "calibrated.urdf", dynamics=report.dynamics)
-    reloaded = from_pinocchio(
-        load_urdf_model(urdf), tool_frame=report.chain.tool_name, physical=False
-    )
+    reloaded = reload_urdf(report.chain, urdf)
     if reloaded.joint_names != report.chain.joint_names:
         raise WorkbenchError(f"{urdf}: joint names changed when written")
     mismatch = {

@@ -117,6 +117,23 @@ def read_table(
     return table
 
 
+def read_header(path: str | os.PathLike) -> list[str]:
+    """The column names of a CSV or NPZ table, without reading its rows (errors as read_table)."""
+    path = Path(path)
+    if path.is_dir() or not path.is_file():
+        read_table(path)  # the error for a folder or a missing file
+    if path.suffix.lower() == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return list(data.files)
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, AttributeError):
+            return _read_npz(path)[0]  # the error that names the problem
+    for _, text in _text_lines(path):
+        if text.strip():
+            return [c.strip() for c in next(csv.reader([text]))]
+    raise WorkbenchError(f"{path}: empty file (expected a header row)")
+
+
 def write_table(path: str | os.PathLike, columns: dict[str, Array]) -> Path:
     """Write named 1-D columns as CSV (17 significant digits) or NPZ (by suffix), atomically."""
     path = Path(path)

@@ -115,10 +115,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _model(args: argparse.Namespace):
     """The model to calibrate, the chain whose joints the log has, and the URDF behind it.
 
-    A closed chain (shipped name or closure file) is calibrated from its
+    A whole robot is cut to the joints the log names (``[model] joints`` or
+    its columns), the others locked (:func:`workbench.models.load`). A
+    closed chain (shipped name or closure file) is calibrated from its
     motors' log (``--kind twist``, with ``--inertial`` for the links' phi).
     """
     from workbench import closed_chains, models
+    from workbench.calibration.chunked_logs import is_chunked_log
+    from workbench.calibration.logs import logged_joints
     from workbench.errors import WorkbenchError
 
     if closed_chains.is_closed_chain(args.model):
@@ -129,7 +133,8 @@ def _model(args: argparse.Namespace):
             )
         model = closed_chains.load(args.model)
         return model, model.motors, model.urdf_path
-    chain = models.load(args.model, tool_frame=args.tool, moving=True)
+    joints, locked = (None, {}) if is_chunked_log(args.log) else logged_joints(args.log)
+    chain = models.load(args.model, tool_frame=args.tool, moving=True, joints=joints, locked=locked)
     return chain, chain, models.urdf_path(args.model)
 
 

@@ -1,0 +1,220 @@
+"""Whole robots: a part of a robot's full URDF calibrated, the rest locked, written back whole.
+
+References: Pinocchio's own model of the whole URDF (RNEA and frame poses
+with the locked joints held at their values), the URDF text, and a CLI run
+on a simulated log.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import workbench as wb
+from workbench.calibration.logs import write_log
+from workbench.calibration.simulate import simulate_log
+from workbench.dynamics.kinematics import forward_kinematics
+from workbench.models import urdf_path
+from workbench.urdf import load_robot, reload_urdf, write_urdf
+
+TIAGO_ARM = ("torso_lift_joint", *(f"arm_left_{i}_joint" for i in range(1, 8)))
+PR2_ARM = (
+    "torso_lift_joint",
+    *(
+        f"r_{j}_joint"
+        for j in (
+            "shoulder_pan shoulder_lift upper_arm_roll elbow_flex forearm_roll wrist_flex "
+            "wrist_roll"
+        ).split()
+    ),
+)
+LOCKED = {"head_2_joint": 0.3, "gripper_left_finger_joint": 0.4, "arm_right_2_joint": -0.5}
+
+
+def _full_configuration(model, chain, q_chain, locked_values):
+    """A configuration of the whole Pinocchio model: chain joints from q_chain, others locked."""
+    q = pin.neutral(model)
+    values = dict(locked_values) | dict(zip(chain.joint_names, q_chain, strict=True))
+    for name, value in values.items():
+        jid = model.getJointId(name)
+        iq, nq = model.idx_qs[jid], model.nqs[jid]
+        if nq == 1:
+            q[iq] = value
+        elif nq == 2:
+            q[iq : iq + 2] = np.cos(value), np.sin(value)
+    return q
+
+
+@pytest.mark.parametrize(
+    "name, joints, locked", [("tiago_pro", TIAGO_ARM, LOCKED), ("pr2", PR2_ARM, {})]
+)
+def test_reduced_chain_torques_equal_whole_robot_pinocchio(name, joints, locked):
+    """The chain's inverse dynamics equals Pinocchio's RNEA of the whole URDF (locked at rest)."""
+    chain = wb.models.load(name, joints=list(joints), locked=locked)
+    assert chain.joint_names == joints
+    model = pin.buildModelFromUrdf(str(urdf_path(name)))
+    values = dict(chain.reduction.locked)
+    assert all(values[k] == v for k, v in locked.items())
+    rng = np.random.default_rng(3)
+    lower = np.maximum(chain.lower, -np.pi)
+    upper = np.minimum(chain.upper, np.pi)
+    q = rng.uniform(lower, upper, size=(20, chain.n))
+    dq, ddq = rng.normal(size=(2, 20, chain.n))
+    tau = wb.inverse_dynamics(chain, q, dq, ddq)
+    data = model.createData()
+    index = [model.idx_vs[model.getJointId(j)] for j in joints]
+    for k in range(20):
+        v = np.zeros(model.nv)
+        a = np.zeros(model.nv)
+        v[index], a[index] = dq[k], ddq[k]
+        full = pin.rnea(model, data, _full_configuration(model, chain, q[k], values), v, a)
+        np.testing.assert_allclose(
+            tau[k], full[index], rtol=0, atol=1e-9 * (1 + np.abs(full).max())
+        )
+
+
+def test_continuous_joints_have_no_position_limits():
+    chain = wb.models.load("pr2", joints=list(PR2_ARM))
+    continuous = [chain.joint_index(j) for j in ("r_forearm_roll_joint", "r_wrist_roll_joint")]
+    assert np.all(np.isinf(chain.lower[continuous])) and np.all(np.isinf(chain.upper[continuous]))
+    model = pin.buildModelFromUrdf(str(urdf_path("pr2")))
+    jid = model.getJointId("r_elbow_flex_joint")
+    assert (
+        chain.lower[chain.joint_index("r_elbow_flex_joint")]
+        == model.lowerPositionLimit[model.idx_qs[jid]]
+    )
+
+
+def test_mimic_joints_follow_their_locked_joint():
+    """A locked gripper: its mimic joints are locked at multiplier * value + offset."""
+    chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM), locked=LOCKED)
+    values = dict(chain.reduction.locked)
+    text = urdf_path("tiago_pro").read_text()
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)
+    followers = 0
+    for joint in root.findall("joint"):
+        mimic = joint.find("mimic")
+        if mimic is not None and mimic.get("joint") == "gripper_left_finger_joint":
+            expected = float(mimic.get("multiplier", "1")) * 0.4 + float(mimic.get("offset", "0"))
+            assert values[joint.get("name")] == pytest.approx(expected, abs=1e-15)
+            followers += 1
+    assert followers >= 3
+
+
+def test_written_whole_robot_is_the_calibrated_chain_and_keeps_the_rest(tmp_path):
+    """Moved twists, tool and inertias reload to 1e-9; every other part of the robot stays."""
+    chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM), locked=LOCKED)
+    rng = np.random.default_rng(0)
+    moved = chain.with_eta(rng.normal(scale=2e-3, size=6 * (chain.n + 1)))
+    G = moved.inertias.copy()
+    G[2] *= 1.2
+    G[7] = wb.inertia.matrix_from_phi(moved.phi[7] + np.r_[0.1, 0.01, 0, 0.02, np.zeros(6)])
+    moved = replace(moved, inertias=G)
+    out = write_urdf(moved, tmp_path / "tiago_pro.urdf")
+    back = reload_urdf(moved, out)
+    assert np.abs(back.twists - moved.twists).max() < 1e-9
+    assert np.abs(back.tool_frame - moved.tool_frame).max() < 1e-9
+    assert np.abs(back.phi - moved.phi).max() < 1e-9
+    before = pin.buildModelFromUrdf(str(urdf_path("tiago_pro")))
+    after = pin.buildModelFromUrdf(str(out))
+    assert list(after.names) == list(before.names)
+    # every link that is not carried by a calibrated joint sits where it was, with its inertia
+    q = _full_configuration(before, chain, np.zeros(chain.n), dict(chain.reduction.locked))
+    data_b, data_a = before.createData(), after.createData()
+    pin.framesForwardKinematics(before, data_b, q)
+    pin.framesForwardKinematics(after, data_a, q)
+    carried = {before.getJointId(j) for j in TIAGO_ARM}
+    subtree = {j for j in range(1, before.njoints) if set(before.supports[j]) & carried}
+    checked = 0
+    for fid, frame in enumerate(before.frames):
+        if frame.type == pin.FrameType.BODY and frame.parentJoint not in subtree:
+            other = after.getFrameId(frame.name, pin.FrameType.BODY)
+            np.testing.assert_allclose(
+                data_a.oMf[other].homogeneous, data_b.oMf[fid].homogeneous, atol=1e-12
+            )
+            checked += 1
+    assert checked > 5
+    for j in range(1, before.njoints):
+        if j not in subtree:
+            np.testing.assert_allclose(
+                after.inertias[j].toDynamicParameters(),
+                before.inertias[j].toDynamicParameters(),
+                atol=1e-12,
+            )
+
+
+def test_floating_root_is_locked_and_named_when_not(tmp_path):
+    urdf = tmp_path / "floating.urdf"
+    urdf.write_text(
+        """<robot name="r">
+  <link name="world"/>
+  <joint name="root" type="floating"><parent link="world"/><child link="base"/></joint>
+  <link name="base"><inertial><mass value="5"/>
+    <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="wheel" type="continuous"><parent link="base"/><child link="w"/>
+    <axis xyz="0 1 0"/></joint>
+  <link name="w"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/>
+    <origin xyz="0 0 0.5"/><axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" effort="10" velocity="2"/></joint>
+  <link name="arm"><inertial><origin xyz="0.2 0 0"/><mass value="2"/>
+    <inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
+</robot>
+"""
+    )
+    with pytest.raises(wb.WorkbenchError, match=r"root.*name the joints"):
+        wb.models.load(str(urdf))
+    chain = load_robot(urdf, ["shoulder"])
+    assert chain.joint_names == ("shoulder",)
+    tau = wb.inverse_dynamics(chain, np.zeros((1, 1)), np.zeros((1, 1)), np.ones((1, 1)))
+    assert tau[0, 0] == pytest.approx(0.02 + 2 * 0.2**2, rel=1e-12)  # Izz about the axis
+    with pytest.raises(wb.WorkbenchError, match="no movable joint named 'elbow'"):
+        load_robot(urdf, ["shoulder", "elbow"])
+    with pytest.raises(wb.WorkbenchError, match="neutral configuration"):
+        load_robot(urdf, ["shoulder"], {"root": 1.0})
+
+
+def test_calibrate_cli_on_a_whole_robot_writes_the_whole_robot(tmp_path):
+    """A log of the arm joints only calibrates the arm of the whole robot (CLI, exit 0)."""
+    chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM))
+    log, truth = simulate_log(
+        chain, kind="kinematic", samples=300, perturb=1e-3, noise=1e-5, seed=2
+    )
+    path = write_log(tmp_path / "arm.csv", log)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "calibrate", "--model", "tiago_pro", "--log",
+         str(path), "--kind", "kinematic", "--out", str(out), "--quiet"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    whole = pin.buildModelFromUrdf(str(out / "calibrated.urdf"))
+    assert whole.njoints == pin.buildModelFromUrdf(str(urdf_path("tiago_pro"))).njoints
+    back = wb.models.load(str(out / "calibrated.urdf"), joints=list(TIAGO_ARM))
+    q = log.q  # the motion the log excites (random postures need an exciting log)
+    tool = forward_kinematics(back, q)[:, :3, 3]
+    true = forward_kinematics(truth.chain, q)[:, :3, 3]
+    nominal = forward_kinematics(chain, q)[:, :3, 3]
+    error = np.linalg.norm(tool - true, axis=1).max()
+    assert error < 1e-4 < np.linalg.norm(nominal - true, axis=1).max()
+
+
+def test_description_columns_name_the_missing_joints(tmp_path):
+    chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM))
+    log, _ = simulate_log(chain, kind="kinematic", samples=50, perturb=0.0, noise=0.0, seed=0)
+    write_log(tmp_path / "arm.csv", log)
+    (tmp_path / "arm.toml").write_text(
+        '[positions]\nfile = "arm.csv"\ncolumns = ["q_torso_lift_joint", "q_arm_left_1_joint"]\n'
+    )
+    from workbench.calibration.logs import read_log
+
+    with pytest.raises(wb.WorkbenchError, match="expected 8, one per joint in the order torso"):
+        read_log(tmp_path / "arm.toml", chain)
