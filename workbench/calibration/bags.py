@@ -99,7 +99,7 @@ class Poses:
 
 
 def is_bag(path: str | os.PathLike) -> bool:
-    """A ``.bag``, ``.db3`` or ``.mcap`` path (existing or not), or a folder holding metadata.yaml."""
+    """A ``.bag``, ``.db3`` or ``.mcap`` path (existing or not) or a folder with metadata.yaml."""
     path = Path(path)
     if path.is_dir():
         return (path / "metadata.yaml").is_file()
