@@ -80,14 +80,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bag(path: str, topics: list) -> int:
+    """One line per topic of a bag (``bags.topics``): name, type, count, rate."""
     count = sum(topic.count for topic in topics)
-    starts = [topic.start for topic in topics if topic.count]
-    span = (
-        f", {max(topic.end for topic in topics if topic.count) - min(starts):.3f} s"
-        if starts
-        else ""
-    )
-    print(f"{path}: {len(topics)} topics, {count} messages{span}")
+    recorded = [topic for topic in topics if topic.count]
+    if recorded:
+        span = max(t.end for t in recorded) - min(t.start for t in recorded)
+        print(f"{path}: {len(topics)} topics, {count} messages over {span:.3f} s")
+    else:
+        print(f"{path}: {len(topics)} topics, no messages")
     name = max([5, *(len(topic.name) for topic in topics)])
     kind = max([4, *(len(topic.msgtype) for topic in topics)])
     print(f"{'topic':<{name}}  {'type':<{kind}}  {'count':>8}  {'rate (Hz)':>10}")
