@@ -87,7 +87,7 @@ class JointStates:
 
 @dataclass(frozen=True)
 class Poses:
-    """Poses of ``child_frame`` (or of the topic's one frame): metres, unit quaternions x y z w."""
+    """Poses of ``child_frame`` (None for PoseStamped topics): metres, quaternions x y z w."""
 
     path: Path
     topic: str
@@ -221,9 +221,8 @@ def read_poses(path: str | os.PathLike, topic: str, child_frame: str | None = No
     values = np.array([row[4:11] for row in rows], dtype=float)
     t = _stamp_times(stamps)
     order = np.argsort(t, kind="stable")
-    return Poses(
-        path, topic, child_frame, t[order], values[order, :3], values[order, 3:], numbers[order]
-    )
+    child = child_frame if child_frame is not None else children[0]
+    return Poses(path, topic, child, t[order], values[order, :3], values[order, 3:], numbers[order])
 
 
 def bag_table(

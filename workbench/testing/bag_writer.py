@@ -36,6 +36,8 @@ POSE_MESSAGES = {
     "PoseStamped": "geometry_msgs/msg/PoseStamped",
     "TransformStamped": "geometry_msgs/msg/TransformStamped",
     "TFMessage": "tf2_msgs/msg/TFMessage",
+    "PoseWithCovarianceStamped": "geometry_msgs/msg/PoseWithCovarianceStamped",
+    "Odometry": "nav_msgs/msg/Odometry",
 }
 
 
@@ -66,8 +68,9 @@ class JointStateStream:
 class PoseStream:
     """Poses of ``child_frame`` in ``frame_id``: ``position`` (N, 3) m, ``quaternion_xyzw`` (N, 4).
 
-    ``msgtype`` is PoseStamped, TransformStamped or TFMessage (one transform
-    per message); several TFMessage streams may share a topic (as on /tf).
+    ``msgtype`` is PoseStamped, TransformStamped, TFMessage (one transform
+    per message; several TFMessage streams may share a topic, as on /tf),
+    PoseWithCovarianceStamped or Odometry (zero covariance and twist).
     """
 
     topic: str
@@ -239,17 +242,26 @@ def _pose_messages(stream: PoseStream, typestore, ros1: bool) -> list[tuple]:
     for k, ns in enumerate(_receive_ns(t, stream.receive_t)):
         header = _header(typestore, ros1, t[k], stream.zero_stamps, stream.frame_id, seq=k)
         quaternion = types["geometry_msgs/msg/Quaternion"](*q[k])
-        if stream.msgtype == "PoseStamped":
-            pose = types["geometry_msgs/msg/Pose"](
-                types["geometry_msgs/msg/Point"](*p[k]), quaternion
-            )
-            msg = types[msgtype](header, pose)
-        else:
-            transform = types["geometry_msgs/msg/Transform"](
-                types["geometry_msgs/msg/Vector3"](*p[k]), quaternion
-            )
+        if stream.msgtype in ("TransformStamped", "TFMessage"):
+            translation = types["geometry_msgs/msg/Vector3"](*p[k])
+            transform = types["geometry_msgs/msg/Transform"](translation, quaternion)
             msg = types["geometry_msgs/msg/TransformStamped"](header, stream.child_frame, transform)
             if stream.msgtype == "TFMessage":
                 msg = types[msgtype]([msg])
+        else:
+            point = types["geometry_msgs/msg/Point"](*p[k])
+            pose = types["geometry_msgs/msg/Pose"](point, quaternion)
+            if stream.msgtype == "PoseStamped":
+                msg = types[msgtype](header, pose)
+            else:
+                covariant = types["geometry_msgs/msg/PoseWithCovariance"](pose, np.zeros(36))
+                if stream.msgtype == "PoseWithCovarianceStamped":
+                    msg = types[msgtype](header, covariant)
+                else:
+                    zero = types["geometry_msgs/msg/Vector3"](0.0, 0.0, 0.0)
+                    twist = types["geometry_msgs/msg/TwistWithCovariance"](
+                        types["geometry_msgs/msg/Twist"](zero, zero), np.zeros(36)
+                    )
+                    msg = types[msgtype](header, stream.child_frame, covariant, twist)
         out.append((ns, stream.topic, msgtype, msg))
     return out
