@@ -197,6 +197,8 @@ def read_poses(path: str | os.PathLike, topic: str, child_frame: str | None = No
         msgtype = _topic_type(reader, path, topic, POSE_TYPES)
         for number, ns, msg in _topic_messages(reader, path, topic):
             rows.extend((number, *pose, ns) for pose in _poses_of(msgtype, msg))
+    if not rows:
+        raise WorkbenchError(f"{where}: the {msgtype} messages hold no transforms")
     children = list(dict.fromkeys(row[1] for row in rows))
     if children == [None]:
         if child_frame is not None:
