@@ -159,7 +159,7 @@ def read_joint_states(
             if len(set(msg.name)) != n:
                 raise WorkbenchError(f"{where}: message {number} names a joint twice")
             messages.append(number)
-            names.append(list(msg.name))
+            names.append(tuple(msg.name))
             stamps.append((msg.header.stamp.sec, msg.header.stamp.nanosec, ns))
     seen = list(dict.fromkeys(name for row in names for name in row))
     if joints is None:
@@ -171,7 +171,11 @@ def read_joint_states(
                 f"{where}: joint '{missing[0]}' is in no message; the joints are {', '.join(seen)}"
             )
     column = {name: k for k, name in enumerate(selected)}
-    cols = [np.array([column.get(name, -1) for name in row], dtype=np.int64) for row in names]
+    layouts: dict[tuple[str, ...], np.ndarray] = {}  # messages mostly repeat one name order
+    for row in names:
+        if row not in layouts:
+            layouts[row] = np.array([column.get(name, -1) for name in row], dtype=np.int64)
+    cols = [layouts[row] for row in names]
     t = _stamp_times(np.asarray(stamps, dtype=np.int64))
     order = np.argsort(t, kind="stable")
     arrays = {
@@ -373,10 +377,11 @@ def _stamp_times(stamps: np.ndarray) -> Array:
 def _scatter(values: list[np.ndarray], cols: list[np.ndarray], rows: int, width: int) -> Array:
     """(rows, width) with NaN, each message's values put in the columns of its names."""
     out = np.full((rows, width), np.nan)
-    filled = [k for k, v in enumerate(values) if v.size]
-    if not filled:
+    sizes = np.array([v.size for v in values], dtype=np.int64)
+    filled = np.flatnonzero(sizes)
+    if filled.size == 0:
         return out
-    row = np.concatenate([np.full(values[k].size, k) for k in filled])
+    row = np.repeat(filled, sizes[filled])
     col = np.concatenate([cols[k] for k in filled])
     val = np.concatenate([values[k] for k in filled])
     keep = col >= 0
