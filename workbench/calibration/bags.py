@@ -4,8 +4,9 @@ A *bag* is a ROS 1 ``.bag`` file, a ROS 2 bag folder (one holding
 ``metadata.yaml``, with sqlite3 or MCAP storage), or a ROS 2 storage file on
 its own (a ``.db3`` or ``.mcap`` file without its ``metadata.yaml``, e.g. an
 MCAP file written by ``ros2 bag record -s mcap`` or by Foxglove). All are read
-with the ``rosbags`` package; message definitions come from the bag, or from
-the ROS 2 Humble type store when a ROS 2 bag carries none.
+with the ``rosbags`` package (bare storage files since its version 0.11);
+message definitions come from the bag, or from the ROS 2 Humble type store
+when a ROS 2 bag carries none.
 
 Time. Every sample's time is its header stamp in seconds (``sec + nanosec /
 1e9``, float64: at today's epoch stamps the resolution is about 0.24 µs);
