@@ -297,6 +297,8 @@ def test_missing_joint_is_named(small_bag):
     message = str(error.value)
     assert str(small_bag) in message and "'finger'" in message
     assert "shoulder, elbow, wrist" in message
+    with pytest.raises(WorkbenchError, match="must be distinct"):
+        bags.read_joint_states(small_bag, joints=["elbow", "elbow"])
 
 
 def test_pose_stamped_has_no_child_frame(small_bag):

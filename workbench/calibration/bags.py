@@ -167,6 +167,8 @@ def read_joint_states(
         selected = tuple(seen)
     else:
         selected = tuple(joints)
+        if not selected or len(set(selected)) != len(selected):
+            raise WorkbenchError(f"{where}: joints {list(selected)} must be distinct and not none")
         if missing := [name for name in selected if name not in seen]:
             raise WorkbenchError(
                 f"{where}: joint '{missing[0]}' is in no message; the joints are {', '.join(seen)}"
