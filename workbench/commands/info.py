@@ -21,7 +21,7 @@ HELP = "show a robot model (joints, twists, masses, tool frame) or a ROS bag's t
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="model name, URDF path or ROS bag")
+    parser.add_argument("model", metavar="MODEL", help="model name or URDF path, or a ROS bag")
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
 
 
