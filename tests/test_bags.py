@@ -435,3 +435,33 @@ def test_standstill_rule_on_a_single_step():
     segments = standstill.standstill_segments(t, q, speed=0.1, min_duration=0.25)
     assert segments == [slice(0, 4), slice(6, 10)]
     assert standstill.standstill_segments(t, q, speed=0.1, min_duration=0.35) == []
+
+
+def test_static_postures_from_one_bag(tmp_path):
+    """Joint states and mocap poses written to one MCAP bag, read back, held postures found."""
+    rng = np.random.default_rng(23)
+    dt, sigma, threshold = 0.002, 2e-5, 0.01
+    t, q, postures, spans = step_and_hold(rng, 3, dt, 0.5, sigma)
+    t = t + 1000.0
+    pose_t = np.arange(t[0], t[-1], 0.01)
+    middles = (spans[:-1, 1] + spans[1:, 0]) / 2 + 1000.0  # poses of a hold until mid-move
+    hold = np.searchsorted(middles, pose_t)
+    truth = Rotation.random(len(spans), random_state=4)
+    path, storage = bag_path(tmp_path, "mcap")
+    write_bag(path, storage, [
+        JointStateStream(t, NAMES, q, shuffle_names=True),
+        PoseStream("/mocap/tool", pose_t, hold[:, None] * np.ones(3), truth[hold].as_quat()),
+    ])  # fmt: skip
+    states = bags.read_joint_states(path, joints=NAMES)
+    poses = bags.read_poses(path, "/mocap/tool")
+    segments = standstill.standstill_segments(
+        states.t, states.position, speed=threshold, min_duration=0.5, window=10 * sigma / threshold
+    )
+    result = standstill.average_postures(
+        states.t, states.position, segments, pose_t=poses.t, position=poses.position,
+        quaternion_xyzw=poses.quaternion_xyzw,
+    )  # fmt: skip
+    np.testing.assert_allclose(result.q, postures, atol=5 * sigma)
+    np.testing.assert_allclose(result.position, np.arange(len(spans))[:, None] * np.ones(3))
+    angles = (Rotation.from_quat(result.quaternion_xyzw) * truth.inv()).magnitude()
+    assert angles.max() < 1e-12
