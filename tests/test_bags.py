@@ -395,7 +395,7 @@ def test_average_postures_and_poses():
     )
     truth = Rotation.random(len(spans), random_state=3)
     pose_t = np.arange(0.0, t[-1], 0.01)  # mocap at 100 Hz
-    hold = np.searchsorted(spans[:, 0], pose_t, side="right") - 1
+    hold = np.searchsorted((spans[:-1, 1] + spans[1:, 0]) / 2, pose_t)  # a hold until mid-move
     noise = Rotation.from_rotvec(rng.normal(scale=1e-3, size=(pose_t.size, 3)))
     quat = (truth[hold] * noise).as_quat()
     quat[rng.random(pose_t.size) < 0.5] *= -1  # q and -q: one rotation
