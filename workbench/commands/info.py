@@ -5,6 +5,10 @@ MODEL is a shipped model name (iiwa, planar_2r, staubli_tx40, ur10e), an
 example-robot-data name (ur5, panda_arm, talos_upper_body, ...), a path to a
 URDF file, or a closed chain (fivebar, planar_fivebar, fourbar, delta, or a
 closure file): then its spanning tree, its motors and its closures.
+
+A ROS bag instead (a ROS 1 .bag file, a ROS 2 bag folder, or a bare .db3 or
+.mcap file): one line per topic with its message type, message count and
+rate (1 / median period of the receive times, Hz).
 """
 
 from __future__ import annotations
@@ -13,16 +17,20 @@ import argparse
 
 import numpy as np
 
-HELP = "show a robot model: joints, twists, masses, tool frame"
+HELP = "show a robot model (joints, twists, masses, tool frame) or a ROS bag's topics"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="model name or URDF path")
+    parser.add_argument("model", metavar="MODEL", help="model name or URDF path, or a ROS bag")
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
 
 
 def run(args: argparse.Namespace) -> int:
     from workbench import closed_chains, models
+    from workbench.calibration import bags
+
+    if bags.is_bag(args.model):
+        return _bag(args.model, bags.topics(args.model))
 
     closed = None
     if closed_chains.is_closed_chain(args.model):
@@ -68,6 +76,24 @@ def run(args: argparse.Namespace) -> int:
             a, b = closure.frames
             print(f"  closure '{closure.name}': {closure.kind} ({closure.rows} rows) {a} -> {b}")
         print(f"  home {_vec(closed.home)}")
+    return 0
+
+
+def _bag(path: str, topics: list) -> int:
+    """One line per topic of a bag (``bags.topics``): name, type, count, rate."""
+    count = sum(topic.count for topic in topics)
+    recorded = [topic for topic in topics if topic.count]
+    if recorded:
+        span = max(t.end for t in recorded) - min(t.start for t in recorded)
+        print(f"{path}: {len(topics)} topics, {count} messages over {span:.3f} s")
+    else:
+        print(f"{path}: {len(topics)} topics, no messages")
+    name = max([5, *(len(topic.name) for topic in topics)])
+    kind = max([4, *(len(topic.msgtype) for topic in topics)])
+    print(f"{'topic':<{name}}  {'type':<{kind}}  {'count':>8}  {'rate (Hz)':>10}")
+    for topic in topics:
+        rate = f"{topic.rate_hz:>10.3f}"
+        print(f"{topic.name:<{name}}  {topic.msgtype:<{kind}}  {topic.count:>8}  {rate}")
     return 0
 
 
