@@ -102,7 +102,7 @@ def _vec(x: ArrayLike) -> str:
     return " ".join(_num(v) for v in np.ravel(x))
 
 
-def _pose(element: ET.Element, T: Array) -> None:
+def set_pose(element: ET.Element, T: Array) -> None:
     """Set pos and quat (w x y z) of ``element`` from the 4x4 pose T."""
     x, y, z, w = pin.Quaternion(np.asarray(T[:3, :3])).coeffs()
     element.set("pos", _vec(T[:3, 3]))
@@ -248,7 +248,7 @@ def mjcf_element(
         parent_body = -1 if first_parent < 0 else int(body_of[first_parent])
         parent_frame = np.eye(4) if parent_body < 0 else chain.joint_frames[parent_body]
         body = ET.SubElement(bodies[parent_body], "body", name=chain.link_names[i])
-        _pose(body, lie.inverse(parent_frame) @ chain.joint_frames[i])
+        set_pose(body, lie.inverse(parent_frame) @ chain.joint_frames[i])
         bodies[i] = body
         for k in group:
             _joint(body, chain, k, i, armature[k], damping[k], frictionloss[k])
@@ -269,7 +269,7 @@ def mjcf_element(
     for frame in chain.attached_frames:
         element, pose = holder(frame.name)
         site = ET.SubElement(element, "site", name=frame.name)
-        _pose(site, pose)
+        set_pose(site, pose)
     for frame_name, files in meshes.items():
         element, pose = holder(frame_name)
         for k, mesh in enumerate(files):
@@ -279,7 +279,7 @@ def mjcf_element(
                 element, "geom", name=asset, type="mesh", mesh=asset,
                 contype="0", conaffinity="0", group="1",
             )  # fmt: skip
-            _pose(geom, pose @ mesh.origin)
+            set_pose(geom, pose @ mesh.origin)
     if not len(assets):
         root.remove(assets)
 
