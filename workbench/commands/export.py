@@ -14,7 +14,8 @@ results folder's calibrated.drives.toml) gives each joint's rotor inertia
 file has no friction term (the drive file wins). Torque offsets are not
 written (a bias of the measurement, no force). Visual meshes that MuJoCo
 reads (STL, OBJ, MSH) and that exist become geoms without contacts (a link
-without such visual meshes takes its collision meshes); others are left out. The output may not be one of the inputs.
+without such visual meshes takes its collision meshes); others are left
+out. The output may not be one of the inputs.
 
 With --urdf FILE the same model (the spanning tree, for a closed chain) is
 also written as URDF, its viscous and Coulomb friction in <dynamics>.
