@@ -29,9 +29,9 @@ from workbench.calibration.drives import (
     sidecar_path,
     simulator_terms,
 )
+from workbench.cli import main
 from workbench.closed_chains import kinematics
 from workbench.closed_chains.mjcf import mjcf_string as closed_mjcf_string
-from workbench.cli import main
 from workbench.errors import WorkbenchWarning
 from workbench.inertia import com_from_phi
 from workbench.mjcf import mjcf_string, realizable
