@@ -229,3 +229,45 @@ def test_calibrated_tx40_exports_to_mujoco(tmp_path):
     x = np.array([values[n] if n.rstrip("0123456789") in kept else 0.0 for n in drives.names])
     expected = wb.inverse_dynamics(chain, q, dq, ddq) + drive_torques(drives, x, dq, ddq)
     assert relative_error(mujoco_inverse(model, chain.joint_names, q, dq, ddq), expected) < 1e-8
+
+
+def mujoco_simulation(model, closed, t, tau, q0, dq0) -> np.ndarray:
+    """MuJoCo's joint trajectory (K, kept joints) at the times t, under motor torques tau
+    interpolated linearly (held over each step at its midpoint), from q0, dq0 (tree order)."""
+    kept = [j for j in closed.joint_names if mujoco.mj_name2id(model, 3, j) >= 0]
+    columns = [closed.tree.joint_index(j) for j in kept]
+    qi, vi = qpos_index(model, kept), dof_index(model, kept)
+    motors = [model.actuator(j).id for j in closed.actuated]
+    data = mujoco.MjData(model)
+    data.qpos[qi], data.qvel[vi] = q0[columns], dq0[columns]
+    dt = model.opt.timestep
+    times, path = [0.0], [data.qpos[qi].copy()]
+    while data.time < t[-1]:
+        middle = data.time + dt / 2
+        data.ctrl[motors] = [np.interp(middle, t, tau[:, a]) for a in range(tau.shape[1])]
+        mujoco.mj_step(model, data)
+        times.append(data.time)
+        path.append(data.qpos[qi].copy())
+    path = np.array(path)
+    return np.stack([np.interp(t, times, path[:, k]) for k in range(len(kept))], axis=1), columns
+
+
+def test_fivebar_reach_simulates_in_mujoco_as_in_the_project():
+    """The five-bar's planned reach (IPOPT) under its planned motor torques: MuJoCo's
+    simulation of the exported file (its RK4, time step and stiff equality constraints)
+    follows closed_chains.dynamics.simulate over the whole 0.6 s reach."""
+    from workbench.closed_chains.dynamics import simulate
+    from workbench.ocp import reach
+    from workbench.ocp.problem import ReachProblem
+
+    closed = closed_chains.load("fivebar")
+    plan = reach.solve(ReachProblem.from_toml(ROOT / "problems" / "fivebar_reach.toml"),
+                       progress=False)  # fmt: skip
+    assert plan.status == "solved"
+    t, tau, q, dq = plan.t, plan.tau, plan.q, plan.dq
+    project, _ = simulate(closed, t, tau, q[0], dq[0, closed.active])
+    model = mujoco.MjModel.from_xml_string(closed_mjcf_string(closed))
+    assert model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
+    ours, columns = mujoco_simulation(model, closed, t, tau, q[0], dq[0])
+    error = np.abs(ours - project[:, columns]).max()
+    assert error < 2e-5, error

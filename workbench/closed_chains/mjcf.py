@@ -34,6 +34,13 @@ placed from the home configuration. The motion is the same (the massless
 link carries no inertia and its joint no torque). Massless links between
 two joints are folded by :mod:`workbench.mjcf`.
 
+MuJoCo's constraints are soft (a spring-damper in constraint space): the
+file sets stiff ones (``SOLREF``, ``SOLIMP``) and a time step and
+integrator (``TIMESTEP``, RK4) at which MuJoCo's simulation of the
+five-bar's planned reach stays within 1e-5 rad of the project's
+(``tests/test_mjcf.py``); MuJoCo's defaults (0.02 s time constant) give
+errors near 1e-3 rad.
+
 The home configuration (the closure file's, closed by
 :func:`~workbench.closed_chains.kinematics.solve_passive`) is written as
 the keyframe ``home``.
@@ -61,6 +68,11 @@ from workbench.io import atomic_write_text
 from workbench.lie import Array
 from workbench.mjcf import Coupling, Mesh, set_pose
 
+# MuJoCo's equality constraints are soft: stiff ones (time constant SOLREF[0] s, impedance
+# SOLIMP) follow the project's rigid closures; MuJoCo needs timestep <= SOLREF[0] / 2
+SOLREF = (0.001, 1.0)
+SOLIMP = (0.99, 0.999, 0.001, 0.5, 2.0)
+TIMESTEP = 0.0002
 AXIS_POINT = 0.1  # m: distance of the second connect along a revolute closure's (or fold's) axis
 # origins closer than this (m) coincide for the rotation and planar constructions
 COINCIDENT = 1e-9
@@ -174,8 +186,8 @@ def mjcf_element(
     couplings: Sequence[Coupling] = (),
     meshes: Mapping[str, Sequence[Mesh]] | None = None,
     name: str | None = None,
-    timestep: float = 0.002,
-    integrator: str = "implicitfast",
+    timestep: float = TIMESTEP,
+    integrator: str = "RK4",
 ) -> ET.Element:
     """The ``<mujoco>`` element of a closed chain (module docstring; arguments per tree joint)."""
     tree = model.tree
@@ -214,6 +226,9 @@ def mjcf_element(
         for k in closures:
             _folded_hinge(equality, sites, model.closures[k], link, tree, T_home, keep)
     position = [i for i, child in enumerate(root) if child.tag in ("tendon", "actuator")]
+    for constraint in equality:
+        constraint.set("solref", " ".join(map(repr, SOLREF)))
+        constraint.set("solimp", " ".join(map(repr, SOLIMP)))
     root.insert(position[0] if position else len(root), equality)
     keyframe = ET.SubElement(root, "keyframe")
     ET.SubElement(keyframe, "key", name="home", qpos=_qpos(root, reduced, home[keep]))
