@@ -198,16 +198,23 @@ def mjcf_element(
     keep = np.setdiff1d(np.arange(tree.n), folded)
     reduced = _without(tree, folded) if folded else tree
 
-    def per_joint(values: ArrayLike | None) -> Array | None:
-        return None if values is None else np.asarray(values, dtype=float)[keep]
+    def per_joint(values: ArrayLike | None, what: str = "per-joint values") -> Array | None:
+        if values is None:
+            return None
+        values = np.asarray(values, dtype=float)
+        if values.shape != (tree.n,):
+            raise WorkbenchError(
+                f"{what} has shape {values.shape}; expected ({tree.n},), one per tree joint"
+            )
+        return values[keep]
 
     root = tree_mjcf.mjcf_element(
         reduced,
-        armature=per_joint(armature),
-        damping=per_joint(damping),
-        frictionloss=per_joint(frictionloss),
+        armature=per_joint(armature, "armature"),
+        damping=per_joint(damping, "damping"),
+        frictionloss=per_joint(frictionloss, "frictionloss"),
         couplings=[
-            replace(c, coefficients=np.asarray(c.coefficients, dtype=float)[keep])
+            replace(c, coefficients=per_joint(c.coefficients, f"coupling '{c.name}'"))
             for c in couplings
         ],
         meshes={k: v for k, v in (meshes or {}).items() if tree.parent_of(k) not in folded},

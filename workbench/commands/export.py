@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
     import warnings
+    from dataclasses import replace
     from pathlib import Path
 
     import numpy as np
@@ -93,17 +94,33 @@ def run(args: argparse.Namespace) -> int:
         chain = from_pinocchio(pinocchio_model, tool_frame=args.tool or spec_tool)
     viscous = np.array(pinocchio_model.damping, dtype=float)  # the URDF's <dynamics>
     coulomb = np.array(pinocchio_model.friction, dtype=float)
-    terms = {"damping": viscous, "frictionloss": coulomb}
-    if drive_file.is_file():
-        drives, values = read_drive_file(drive_file, chain.n)
-        terms = simulator_terms(drives, values)
+    damping, frictionloss = viscous.copy(), coulomb.copy()  # MuJoCo's joint terms
+    armature, couplings = np.zeros(chain.n), []
+    if drive_file.is_file():  # per joint, or per motor of a closed chain
+        driven = closed.active if closed is not None else np.arange(chain.n)
+        drives, values = read_drive_file(drive_file, len(driven))
+        own = simulator_terms(drives, values)
+
+        def on_tree(x) -> np.ndarray:
+            out = np.zeros(chain.n)
+            out[driven] = x
+            return out
+
         if "friction" in drives.terms:  # the drive file wins over <dynamics>
-            joints = range(1, chain.n + 1)
-            viscous = np.array([values.get(f"fv{j}", 0.0) for j in joints])
-            coulomb = np.array([values.get(f"fs{j}", 0.0) for j in joints])
-        else:
-            terms["damping"] = terms["damping"] + viscous
-            terms["frictionloss"] = terms["frictionloss"] + coulomb
+            numbers = range(1, len(driven) + 1)
+            viscous[driven] = [values.get(f"fv{j}", 0.0) for j in numbers]
+            coulomb[driven] = [values.get(f"fs{j}", 0.0) for j in numbers]
+            damping[driven] = frictionloss[driven] = 0.0
+        armature = on_tree(own["armature"])
+        damping += on_tree(own["damping"])
+        frictionloss += on_tree(own["frictionloss"])
+        couplings = [replace(c, coefficients=on_tree(c.coefficients)) for c in own["couplings"]]
+    terms = {
+        "armature": armature,
+        "damping": damping,
+        "frictionloss": frictionloss,
+        "couplings": couplings,
+    }
 
     directory = Path(args.mjcf).resolve().parent
     meshes = {}
