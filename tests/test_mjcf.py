@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -170,12 +171,10 @@ def equality_residual(model, data) -> float:
     return float(np.abs(data.efc_pos[rows]).max())
 
 
-@pytest.mark.parametrize("name", list(closed_chains.SHIPPED))
-def test_closed_chain_assembles_in_mujoco(name):
+def assert_assembles(closed) -> list[str]:
     """The equality constraints vanish (<= 1e-9) at the home configuration of the project's
     passive solve and at closed configurations away from it (the constraints are the
-    closures, not a snapshot of home)."""
-    closed = closed_chains.load(name)
+    closures, not a snapshot of home), and not at an open one. Returns the equality types."""
     model = mujoco.MjModel.from_xml_string(closed_mjcf_string(closed))
     data = mujoco.MjData(model)
     home = kinematics.solve_passive(closed, closed.home[closed.active], guess=closed.home)
@@ -185,11 +184,45 @@ def test_closed_chain_assembles_in_mujoco(name):
     mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
     np.testing.assert_array_equal(data.qpos[qi], home[columns])
     assert equality_residual(model, data) <= 1e-9
-    moved = kinematics.solve_passive(closed, home[closed.active] + 0.1, guess=home)
-    data.qpos[qi] = moved[columns]
-    assert equality_residual(model, data) <= 1e-9
+    for step in (0.1, -0.2):
+        moved = kinematics.solve_passive(closed, home[closed.active] + step, guess=home)
+        data.qpos[qi] = moved[columns]
+        assert equality_residual(model, data) <= 1e-9
     data.qpos[qi] = home[columns] + 0.05  # an open configuration: the constraints see it
     assert equality_residual(model, data) > 1e-4
+    return [mujoco.mjtEq(kind).name for kind in model.eq_type]
+
+
+EXPECTED_EQUALITIES = {
+    "fivebar": ["mjEQ_CONNECT"] * 2,  # the massless link_5 folded: a hinge of two connects
+    "planar_fivebar": ["mjEQ_CONNECT"],
+    "fourbar": ["mjEQ_CONNECT"] * 2,
+    "delta": ["mjEQ_CONNECT"] * 3,
+}
+
+
+@pytest.mark.parametrize("name", list(closed_chains.SHIPPED))
+def test_closed_chain_assembles_in_mujoco(name):
+    assert assert_assembles(closed_chains.load(name)) == EXPECTED_EQUALITIES[name]
+
+
+@pytest.mark.parametrize("kind", ["rotation", "weld"])
+@pytest.mark.parametrize("massive", [True, False])
+def test_rotation_and_weld_closures_assemble_in_mujoco(kind, massive):
+    """The five-bar's closure as a rotation or a weld (its origins coincide when closed), with
+    link_5 massless (folded into a hinge) or carrying link_4's inertia (a MuJoCo weld)."""
+    closed = closed_chains.load("fivebar")
+    tree = closed.tree
+    inertias = tree.inertias.copy()
+    if massive:
+        inertias[4] = inertias[3]
+    variant = replace(
+        closed,
+        tree=replace(tree, inertias=inertias),
+        closures=(replace(closed.closures[0], kind=kind),),
+    )
+    types = assert_assembles(variant)
+    assert types == (["mjEQ_WELD"] if massive else ["mjEQ_CONNECT"] * 2)
 
 
 def test_export_command_writes_and_refuses_its_inputs(tmp_path, capsys):
@@ -206,6 +239,12 @@ def test_export_command_writes_and_refuses_its_inputs(tmp_path, capsys):
                  "--urdf", str(source / "tx40.drives.toml")]) == 2  # fmt: skip
     assert "is an input of this export" in capsys.readouterr().err
     assert urdf.read_bytes() == before and not (tmp_path / "x.xml").exists()
+    assert main(["export", str(urdf), "--mjcf", str(tmp_path / "all.xml")]) == 0
+    before = mujoco.MjModel.from_xml_path(str(tmp_path / "all.xml")).ngeom
+    (source / "meshes" / "link_1.stl").unlink()  # a missing mesh is left out, no error
+    assert main(["export", str(urdf), "--mjcf", str(tmp_path / "fewer.xml")]) == 0
+    assert before > 1
+    assert mujoco.MjModel.from_xml_path(str(tmp_path / "fewer.xml")).ngeom == before - 1
 
 
 @pytest.mark.slow
