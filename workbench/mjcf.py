@@ -48,6 +48,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -200,7 +201,7 @@ def mjcf_element(
     timestep: float = 0.002,
     integrator: str = "implicitfast",
 ) -> ET.Element:
-    """The ``<mujoco>`` element of ``chain`` (see :func:`mjcf_string` for the arguments)."""
+    """The ``<mujoco>`` element of ``chain`` (arguments as in :func:`mjcf_string`)."""
     check_chain(chain)
     armature = _per_joint(chain, armature, "armature")
     damping = _per_joint(chain, damping, "damping")
@@ -351,23 +352,44 @@ def _joint(
     joint.set("frictionloss", _num(frictionloss))
 
 
-def mjcf_string(chain: Chain, **options) -> str:
+def mjcf_string(
+    chain: Chain,
+    *,
+    armature: ArrayLike | None = None,
+    damping: ArrayLike | None = None,
+    frictionloss: ArrayLike | None = None,
+    couplings: Sequence[Coupling] = (),
+    meshes: Mapping[str, Sequence[Mesh]] | None = None,
+    actuated: Sequence[str] | None = None,
+    name: str | None = None,
+    timestep: float = 0.002,
+    integrator: str = "implicitfast",
+) -> str:
     """The MJCF text of ``chain`` (module docstring).
 
-    Keyword arguments: ``armature``, ``damping``, ``frictionloss`` (n,) per
-    joint in the chain's order (default 0); ``couplings`` motors that turn
-    with several joints (:class:`Coupling`); ``meshes`` a frame name (a link,
-    an attached frame or the base) to :class:`Mesh` files written as visual
-    geoms without contacts (file names as given, resolved by MuJoCo relative
-    to the MJCF file); ``actuated`` the joints that get a motor (default
-    all); ``name`` the model's name (default the chain's); ``timestep`` and
+    ``armature``, ``damping``, ``frictionloss`` (n,) per joint in the
+    chain's order (default 0); ``couplings`` motors that turn with several
+    joints (:class:`Coupling`); ``meshes`` a frame name (a link, an attached
+    frame or the base) to :class:`Mesh` files written as visual geoms
+    without contacts (file names as given, resolved by MuJoCo relative to
+    the MJCF file); ``actuated`` the joints that get a motor (default all);
+    ``name`` the model's name (default the chain's); ``timestep`` (s) and
     ``integrator`` MuJoCo's options.
     """
-    root = mjcf_element(chain, **options)
+    root = mjcf_element(
+        chain, armature=armature, damping=damping, frictionloss=frictionloss,
+        couplings=couplings, meshes=meshes, actuated=actuated, name=name,
+        timestep=timestep, integrator=integrator,
+    )  # fmt: skip
+    return text(root)
+
+
+def text(root: ET.Element) -> str:
+    """An MJCF element as indented XML text."""
     ET.indent(root)
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_mjcf(chain: Chain, path: str | os.PathLike, **options) -> Path:
+def write_mjcf(chain: Chain, path: str | os.PathLike, **options: Any) -> Path:
     """Write ``chain`` to ``path`` as MJCF, atomically (options as in :func:`mjcf_string`)."""
     return atomic_write_text(path, mjcf_string(chain, **options))

@@ -32,7 +32,9 @@ it stands for, a hinge between frame A's link and the massless link's
 parent about the joint's axis, two ``connect`` at points of that axis
 placed from the home configuration. The motion is the same (the massless
 link carries no inertia and its joint no torque). Massless links between
-two joints are folded by :mod:`workbench.mjcf`.
+two joints are folded by :mod:`workbench.mjcf`; any other massless link gets
+MuJoCo's ``boundmass`` there, a valid file whose tiny body makes MuJoCo's
+closure at it soft (its constraint weight scales with the inverse mass).
 
 MuJoCo's constraints are soft (a spring-damper in constraint space): the
 file sets stiff ones (``SOLREF``, ``SOLIMP``) and a time step and
@@ -53,6 +55,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -189,7 +192,11 @@ def mjcf_element(
     timestep: float = TIMESTEP,
     integrator: str = "RK4",
 ) -> ET.Element:
-    """The ``<mujoco>`` element of a closed chain (module docstring; arguments per tree joint)."""
+    """The ``<mujoco>`` element of a closed chain (module docstring).
+
+    Arguments as in :func:`workbench.mjcf.mjcf_string`, per tree joint
+    (those of folded joints are dropped); the motors are the actuated joints.
+    """
     tree = model.tree
     home = solve_passive(model, model.home[model.active], guess=model.home)
     T_home = _poses(tree, home)
@@ -324,13 +331,11 @@ def _folded_hinge(
         )
 
 
-def mjcf_string(model: ClosedChain, **options) -> str:
+def mjcf_string(model: ClosedChain, **options: Any) -> str:
     """The MJCF text of a closed chain (options as in :func:`mjcf_element`)."""
-    root = mjcf_element(model, **options)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode") + "\n"
+    return tree_mjcf.text(mjcf_element(model, **options))
 
 
-def write_mjcf(model: ClosedChain, path: str | os.PathLike, **options) -> Path:
+def write_mjcf(model: ClosedChain, path: str | os.PathLike, **options: Any) -> Path:
     """Write a closed chain to ``path`` as MJCF, atomically."""
     return atomic_write_text(path, mjcf_string(model, **options))

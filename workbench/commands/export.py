@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         outputs["--urdf"] = Path(args.urdf)
     for option, path in outputs.items():
         check_output_file(path, option)
+    if args.urdf and _same(args.mjcf, args.urdf):
+        raise WorkbenchError(f"--mjcf and --urdf name the same file {args.mjcf}")
 
     source = Path(args.model)
     closed, drive_file, package_dirs = None, None, []
