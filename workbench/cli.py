@@ -28,6 +28,7 @@ COMMANDS = {
     "simulate-log": "workbench.commands.simulate_log",
     "sweep": "workbench.commands.sweep",
     "excite": "workbench.commands.excite",
+    "export": "workbench.commands.export",
 }
 
 

@@ -391,6 +391,39 @@ def with_mesh_inertias(
     return result
 
 
+def link_meshes(
+    urdf: str | os.PathLike,
+    source: str = "visual",
+    package_dirs: tuple[str | os.PathLike, ...] = (),
+) -> dict[str, list[tuple[Path, np.ndarray, np.ndarray]]]:
+    """The ``source`` ("visual" or "collision") mesh files of each link that exist on disk.
+
+    Per link name a list of (file, origin 4x4 in the link frame, scale (3,));
+    names resolve as in :func:`with_mesh_inertias`. Meshes whose files cannot
+    be found are left out without an error (a URDF copied without them).
+    """
+    urdf = Path(urdf)
+    try:
+        root = ET.parse(urdf).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise WorkbenchError(f"cannot read URDF {urdf}: {exc}") from exc
+    result: dict[str, list[tuple[Path, np.ndarray, np.ndarray]]] = {}
+    for link in root.iter("link"):
+        for element in link.findall(source):
+            mesh = element.find("geometry/mesh")
+            if mesh is None:
+                continue
+            try:
+                filename = _resolve(mesh.get("filename", ""), urdf.parent, package_dirs)
+            except WorkbenchError:
+                continue
+            if filename.is_file():
+                scale = np.array(mesh.get("scale", "1 1 1").split(), dtype=float)
+                entry = (filename, _placement(element.find("origin")), scale)
+                result.setdefault(link.get("name"), []).append(entry)
+    return result
+
+
 def _placement(origin: ET.Element | None) -> np.ndarray:
     """The 4x4 transform of a URDF <origin> (identity when absent)."""
     T = np.eye(4)

@@ -44,6 +44,7 @@ import numpy as np
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.mjcf import Coupling
 
 TERMS = ("friction", "rotor_inertia", "offset", "coupled_motors")
 DEFAULT_TERMS = ("friction",)
@@ -150,6 +151,39 @@ def _sign(speed: Array, threshold: Array | float | None) -> Array:
 def drive_torques(drives: Drives, x: Array, dq: Array, ddq: Array) -> Array:
     """tau (N, n) of the drive terms with parameters ``x`` (p,)."""
     return np.einsum("snp,p->sn", drives.columns(dq, ddq), x)
+
+
+def simulator_terms(drives: Drives, values: dict[str, float]) -> dict[str, object]:
+    """The drive parameters ``values`` (by name) as MuJoCo joint and tendon terms.
+
+    Keyword arguments of :func:`workbench.mjcf.mjcf_string`: per joint
+    ``armature`` (Ia), ``damping`` (fv) and ``frictionloss`` (fs); per coupled
+    motor k a :class:`~workbench.mjcf.Coupling` (a fixed tendon with
+    coefficients ``c = R_k / R_kk``) with ``Iam``, ``fvm`` and ``fsm``. The
+    tendon adds ``Iam c c^T`` to the mass matrix, diagonal included, while
+    ``Iam`` holds only the off-diagonal part (module docstring): the joints'
+    ``armature`` and ``damping`` give back ``c_i^2 Iam`` and ``c_i^2 fvm``.
+    Offsets (``off``) are a bias of the torque measurement, no force on the
+    robot, and are not written. Missing names count as 0.
+    """
+    n = drives.n
+    value = np.vectorize(lambda name: values.get(name, 0.0), otypes=[float])
+    joints = np.arange(1, n + 1).astype(str)
+    armature, damping = value(np.char.add("Ia", joints)), value(np.char.add("fv", joints))
+    frictionloss = value(np.char.add("fs", joints))
+    couplings = []
+    for k in drives.coupled:
+        c = drives.transmission[k] / drives.transmission[k, k]
+        Iam, fvm = values.get(f"Iam{k + 1}", 0.0), values.get(f"fvm{k + 1}", 0.0)
+        armature = armature - c**2 * Iam
+        damping = damping - c**2 * fvm
+        couplings.append(Coupling(f"motor_{k + 1}", c, Iam, fvm, values.get(f"fsm{k + 1}", 0.0)))
+    return {
+        "armature": armature,
+        "damping": damping,
+        "frictionloss": frictionloss,
+        "couplings": couplings,
+    }
 
 
 def sidecar_path(urdf: str | os.PathLike) -> Path:

@@ -1,0 +1,173 @@
+"""Write a model as a MuJoCo MJCF file (and, with --urdf, as URDF).
+
+MODEL is a shipped or example-robot-data model name (iiwa, staubli_tx40,
+ur5, ...), a URDF path, a closed chain (fivebar, planar_fivebar, fourbar,
+delta, or a closure file .toml), or a calibration results folder (its
+calibrated.urdf, with calibrated.drives.toml and, for a closed chain,
+calibrated.toml when present).
+
+Drive terms: the drive file beside the URDF (ROBOT.drives.toml, or the
+results folder's calibrated.drives.toml) gives each joint's rotor inertia
+(MuJoCo armature), viscous friction (damping) and Coulomb friction
+(frictionloss), and coupled motors as fixed tendons; the URDF's
+<dynamics damping friction> give damping and frictionloss where the drive
+file has no friction term (the drive file wins). Torque offsets are not
+written (a bias of the measurement, no force). Visual meshes that MuJoCo
+reads (STL, OBJ, MSH) and that exist become geoms without contacts (a link
+without such visual meshes takes its collision meshes); others are left
+out. The output may not be one of the inputs.
+
+With --urdf FILE the same model (the spanning tree, for a closed chain) is
+also written as URDF, its viscous and Coulomb friction in <dynamics>.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "write a model (named, URDF, closed chain or calibration results) as MuJoCo MJCF"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="model name, URDF, closed chain or results")
+    parser.add_argument("--mjcf", metavar="FILE", required=True, help="MJCF file to write")
+    parser.add_argument("--urdf", metavar="FILE", help="also write the model as URDF")
+    parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+    import warnings
+    from dataclasses import replace
+    from pathlib import Path
+
+    import numpy as np
+
+    from workbench import closed_chains, models
+    from workbench.calibration.drives import read_drive_file, sidecar_path, simulator_terms
+    from workbench.closed_chains import mjcf as closed_mjcf
+    from workbench.errors import WorkbenchError
+    from workbench.io import check_output_file
+    from workbench.mjcf import MESH_FORMATS, Mesh, write_mjcf
+    from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
+    from workbench.urdf import link_meshes, write_urdf
+
+    outputs = {"--mjcf": Path(args.mjcf)}
+    if args.urdf:
+        outputs["--urdf"] = Path(args.urdf)
+    for option, path in outputs.items():
+        check_output_file(path, option)
+    if args.urdf and _same(args.mjcf, args.urdf):
+        raise WorkbenchError(f"--mjcf and --urdf name the same file {args.mjcf}")
+
+    source = Path(args.model)
+    closed, drive_file, package_dirs = None, None, []
+    if source.is_dir():
+        urdf = source / "calibrated.urdf"
+        if not urdf.is_file():
+            raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
+        drive_file = source / "calibrated.drives.toml"
+        if (source / "calibrated.toml").is_file():
+            closed = closed_chains.read(source / "calibrated.toml")
+        inputs = [urdf, drive_file, source / "calibrated.toml"]
+    elif closed_chains.is_closed_chain(args.model):
+        closed = closed_chains.load(args.model)
+        urdf = closed.urdf_path
+        inputs = [urdf, closed.source]
+    else:
+        urdf = models.urdf_path(args.model)
+        package_dirs = models.package_dirs(args.model)
+        inputs = [urdf]
+    if drive_file is None:
+        drive_file = sidecar_path(urdf)
+    inputs.append(drive_file)
+    for option, path in outputs.items():
+        if any(p is not None and _same(path, Path(p)) for p in inputs):
+            raise WorkbenchError(f"{option} {path} is an input of this export; choose another file")
+
+    if closed is not None:
+        chain = closed.tree
+        pinocchio_model = load_urdf_model(urdf)
+    else:
+        named = args.model in models.MODELS
+        pinocchio_model = models.load_pinocchio(args.model) if named else load_urdf_model(urdf)
+        spec_tool = models.MODELS[args.model].tool_frame if named else None
+        chain = from_pinocchio(pinocchio_model, tool_frame=args.tool or spec_tool)
+    viscous = np.array(pinocchio_model.damping, dtype=float)  # the URDF's <dynamics>
+    coulomb = np.array(pinocchio_model.friction, dtype=float)
+    damping, frictionloss = viscous.copy(), coulomb.copy()  # MuJoCo's joint terms
+    armature, couplings = np.zeros(chain.n), []
+    if drive_file.is_file():  # per joint, or per motor of a closed chain
+        driven = closed.active if closed is not None else np.arange(chain.n)
+        drives, values = read_drive_file(drive_file, len(driven))
+        own = simulator_terms(drives, values)
+
+        def on_tree(x) -> np.ndarray:
+            out = np.zeros(chain.n)
+            out[driven] = x
+            return out
+
+        if "friction" in drives.terms:  # the drive file wins over <dynamics>
+            numbers = range(1, len(driven) + 1)
+            viscous[driven] = [values.get(f"fv{j}", 0.0) for j in numbers]
+            coulomb[driven] = [values.get(f"fs{j}", 0.0) for j in numbers]
+            damping[driven] = frictionloss[driven] = 0.0
+        armature = on_tree(own["armature"])
+        damping += on_tree(own["damping"])
+        frictionloss += on_tree(own["frictionloss"])
+        couplings = [replace(c, coefficients=on_tree(c.coefficients)) for c in own["couplings"]]
+    terms = {
+        "armature": armature,
+        "damping": damping,
+        "frictionloss": frictionloss,
+        "couplings": couplings,
+    }
+
+    directory = Path(args.mjcf).resolve().parent
+    meshes = {}
+    for source_kind in ("collision", "visual"):  # visual meshes first, else collision ones
+        for frame, entries in link_meshes(urdf, source_kind, tuple(package_dirs)).items():
+            readable = [
+                Mesh(os.path.relpath(file.resolve(), directory), origin, tuple(scale))
+                for file, origin, scale in entries
+                if file.suffix.lower() in MESH_FORMATS
+            ]
+            if readable and _has_frame(chain, frame):
+                meshes[frame] = readable
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if closed is not None:
+            path = closed_mjcf.write_mjcf(closed, args.mjcf, meshes=meshes, **terms)
+        else:
+            path = write_mjcf(chain, args.mjcf, meshes=meshes, **terms)
+    for warning in caught:
+        print(f"workbench export: warning: {warning.message}", file=sys.stderr)
+    written = [str(path)]
+    if args.urdf:
+        friction = {
+            joint: (float(viscous[i]), float(coulomb[i]))
+            for i, joint in enumerate(chain.joint_names)
+        }
+        written.append(str(write_urdf(chain, args.urdf, dynamics=friction)))
+    print(f"wrote {' and '.join(written)} ({chain.n} joints, {sum(map(len, meshes.values()))} "
+          f"meshes{', closed chain' if closed is not None else ''})")  # fmt: skip
+    return 0
+
+
+def _same(a, b) -> bool:
+    """Whether two paths name the same file (existing or not)."""
+    import os
+
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _has_frame(chain, name: str) -> bool:
+    from workbench.errors import WorkbenchError
+
+    try:
+        chain.parent_of(name)
+    except WorkbenchError:
+        return False
+    return True
