@@ -247,10 +247,16 @@ def bag_table(
     """
     if field not in FIELDS:
         raise WorkbenchError(f"unknown joint-state field '{field}'; use one of {', '.join(FIELDS)}")
-    states = read_joint_states(path, topic, joints)
+    return states_table(read_joint_states(path, topic, joints), field)
+
+
+def states_table(states: JointStates, field: str) -> Table:
+    """One field of joint states already read, as :func:`bag_table` returns it."""
     values = getattr(states, field)
     if np.isnan(values).all():
-        raise WorkbenchError(f"{states.path}: topic {topic}: no message carries {field} values")
+        raise WorkbenchError(
+            f"{states.path}: topic {states.topic}: no message carries {field} values"
+        )
     return Table(
         states.path, ("t", *states.names), np.column_stack([states.t, values]), states.message
     )

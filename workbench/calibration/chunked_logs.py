@@ -75,6 +75,7 @@ class ChunkedLog:
     differentiated: bool = False
     decimation: int = 1
     border: int = 0
+    clock: None = None  # pre-processed chunks are on their own uniform grid
 
     def __len__(self) -> int:
         return sum(p.rows for p in self.parts)

@@ -86,12 +86,10 @@ def torque_equations(model: TorqueModel, base: BaseParameters, log: Log) -> Torq
         tau = log.tau[s] - payload_torques(model.chain, log, s)
         return np.concatenate([X, tau[:, :, None]], axis=2)
 
-    Z = signals.decimate_blocks(rows, len(log), log.decimation)
-    keep = slice(log.border, Z.shape[0] - log.border)
-    t = log.t[:: log.decimation][keep]
-    dq = log.dq[:: log.decimation][keep]
+    Z, kept = signals.decimate_segments(rows, log.spans(), log.decimation, log.border)
+    t, dq = log.t[kept], log.dq[kept]
     fit = np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
-    return TorqueEquations(t, Z[keep, :, :-1], Z[keep, :, -1], fit)
+    return TorqueEquations(t, Z[:, :, :-1], Z[:, :, -1], fit)
 
 
 def payload_torques(chain: Chain, log: Log, rows: slice) -> Array:

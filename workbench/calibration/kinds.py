@@ -200,8 +200,7 @@ class TwistCalibrationProblem:
         self.tree = chain.tree if closed else chain
         self.x0 = _nominal_drive_values(drives, options)
         n_equations = self.problem.measured().shape[0]
-        b = log.border
-        self.times = log.t[:: log.decimation][b : b + n_equations]
+        self.times = log.t[log.equation_samples()][:n_equations]
         self.labels = chain.actuated if closed else chain.joint_names
 
     def _rows(self, rows):

@@ -16,7 +16,12 @@ Two ways to give a log:
 
 * a **log description** (``.toml``, :mod:`workbench.calibration.recording`)
   that says how to read a recording as it came off a robot: files and
-  columns, units, motor side and transmission, filtering, model terms.
+  columns, units, motor side and transmission, filtering, model terms;
+
+* a **ROS bag** (ROS 1 ``.bag``, a ROS 2 bag folder, a ``.db3`` or ``.mcap``
+  file) whose ``/joint_states`` carry the joints' positions (and velocities
+  and efforts): read as a description naming only the bag would
+  (:func:`workbench.calibration.recording.read_bag`).
 
 Either way the result is a :class:`Log` in the model's joint order and SI
 units, checked for plausibility against the model
@@ -32,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import savgol_filter
 
-from workbench.calibration import plausibility, recording
+from workbench.calibration import bags, plausibility, recording
 from workbench.calibration.samples import Defaults, Log, Marker
 from workbench.calibration.tables import DroppedRow, Table, read_header, read_table, write_table
 from workbench.chain import Chain
@@ -72,8 +77,10 @@ def read_log(
     bar while CSV files are parsed. The input files are only read.
     """
     path = Path(path)
-    description = path.suffix.lower() == ".toml"
-    if description:
+    description = path.suffix.lower() == ".toml" or bags.is_bag(path)
+    if bags.is_bag(path):
+        log = recording.read_bag(path, chain, progress=progress)
+    elif description:
         log = recording.read_description(
             path, chain, drop_bad_rows=drop_bad_rows, progress=progress
         )
@@ -97,6 +104,8 @@ def logged_joints(path: str | os.PathLike) -> tuple[list[str] | None, dict[str, 
     path = Path(path)
     if path.suffix.lower() == ".toml":
         return recording.described_joints(path)
+    if bags.is_bag(path):
+        return list(bags.read_joint_states(path, recording.JOINT_STATES).names), {}
     if not path.is_file():
         return None, {}
     header = read_header(path)

@@ -105,7 +105,8 @@ from pathlib import Path
 import numpy as np
 
 from workbench import inertia, lie
-from workbench.calibration import signals
+from workbench.calibration import bags, signals
+from workbench.calibration import clock as clock_module
 from workbench.calibration.drives import TERMS
 from workbench.calibration.plausibility import check_channels
 from workbench.calibration.samples import Defaults, Log, Marker
@@ -115,6 +116,7 @@ from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
 
+JOINT_STATES = "/joint_states"  # the topic a bag's joint states are read from by default
 _ANGLE = {"rad": 1.0, "deg": np.pi / 180.0}
 _LENGTH = {"m": 1.0, "mm": 1e-3}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -138,8 +140,28 @@ def read_description(
     """
     path = Path(path)
     top = Section(read_toml(path, "log description"), str(path))
+    return _read(top, path, path.parent, chain, drop_bad_rows, progress)
+
+
+def read_bag(path: str | Path, chain: Chain, *, progress: bool = False) -> Log:
+    """A ROS bag's ``/joint_states`` (positions, and velocities and efforts where logged) as a
+    :class:`Log`, as the description ``[positions] file = BAG`` with default keys reads it."""
+    path = Path(path)
+    states = bags.read_joint_states(path, JOINT_STATES, chain.joint_names)
+    description = {"positions": {"file": str(path)}}
+    if np.isfinite(states.velocity).any():
+        description["velocities"] = {"file": str(path)}
+    if np.isfinite(states.effort).any():
+        description["torques"] = {"file": str(path)}
+    return _read(Section(description, str(path)), path, path.parent, chain, False, progress)
+
+
+def _read(
+    top: Section, path: Path, base: Path, chain: Chain, drop_bad_rows: bool, progress: bool
+) -> Log:
+    """The Log of a description's sections (``path`` names it, files are relative to ``base``)."""
     top.string("description", "")
-    reader = _Reader(path.parent, drop_bad_rows, progress)
+    reader = _Reader(base, drop_bad_rows, progress)
     time = top.section("time")
     if "sample_period" in time:
         reader.drop_bad_rows = False  # filtering needs every sample: bad cells are errors
@@ -168,15 +190,26 @@ def read_description(
     frame = top.section("measurement_frame")
     frame_known = frame.boolean("known", True)
     frame.done()
-    tables = [table for _, table in [*blocks.values(), *markers]]
-    rows = _common_rows(tables)
-    q, dq, tau = (
-        blocks[k][0][rows[id(blocks[k][1])]] if k in blocks else None for k in ("q", "dq", "tau")
-    )
+    csv_tables = [table for _, table in [*blocks.values(), *markers] if not _is_bag_table(table)]
+    rows = _common_rows(csv_tables) if csv_tables else {}
+    raw_t = {
+        k: table.column("t") if _is_bag_table(table) else None for k, (_, table) in blocks.items()
+    }
+    q, dq, tau = (_rows_of(blocks[k], rows) if k in blocks else None for k in ("q", "dq", "tau"))
     markers = [m.subset(rows[id(table)]) for m, table in markers]
     ddq = None
+    tables = csv_tables
 
-    t, dt = _time(reader, time, q.shape[0], rows[id(q_table)], q_table)
+    t, clock = _time(reader, time, q.shape[0], rows.get(id(q_table)), q_table, raw_t["q"])
+    if clock is not None and (clock.resampled or any(v is not None for v in raw_t.values())):
+        stamps = {k: t if v is None else v for k, v in raw_t.items()}
+        q, dq, tau = (
+            None if x is None else clock_module.resample(clock, stamps[k], x)
+            for k, x in (("q", q), ("dq", dq), ("tau", tau))
+        )
+        markers = [_resampled_marker(m, clock, t) for m in markers]
+        t = clock.t
+        _check_resampled(q, dq, tau, chain, clock, str(path))
     processing = top.section("processing")
     payload = _payload(model.section("payload"), chain)
     terms = model.strings("terms", None)
@@ -191,15 +224,16 @@ def read_description(
     defaults = _defaults(top.section("validation"), terms)
     dropped = tuple(sorted({d for table in tables for d in table.dropped}, key=lambda d: d.line))
     differentiated = dq is None
-    decimation, min_speed, border = 1, None, 0
+    decimation, min_speed, border, segments = 1, None, 0, None
+    dt = clock.period if clock is not None else None
     if dt is None and processing.table:
         raise WorkbenchError(
             f"{path}: [processing] filters a time series; this description has no [time] "
             "(a set of static poses): add [time] or remove [processing]"
         )
-    if dt is not None:
-        q, dq, ddq, decimation, min_speed, border = _process(
-            processing, chain, q, dq, dt, str(path)
+    if clock is not None:
+        q, dq, ddq, tau, t, segments, decimation, min_speed, border = _process(
+            processing, chain, q, dq, tau, t, clock, str(path)
         )
     elif dq is None:
         differentiated = False
@@ -224,7 +258,44 @@ def read_description(
         defaults=defaults,
         transmission=transmission.position if transmission is not None else None,
         payload=payload,
+        segments=segments,
+        clock=clock.summary() if clock is not None and clock.resampled else None,
     )
+
+
+def _is_bag_table(table: Table) -> bool:
+    return bags.is_bag(table.path)
+
+
+def _rows_of(block: tuple[Array, Table], rows: dict[int, np.ndarray]) -> Array:
+    values, table = block
+    return values if _is_bag_table(table) else values[rows[id(table)]]
+
+
+def _resampled_marker(marker: Marker, clock: clock_module.Clock, t: Array) -> Marker:
+    """A marker logged with the positions, on the clock's grid (rotations re-orthonormalised)."""
+    position = None if marker.position is None else clock_module.resample(clock, t, marker.position)
+    rotation = marker.rotation
+    if rotation is not None:  # the nearest rotation matrix to the interpolated one
+        U, _, Vt = np.linalg.svd(clock_module.resample(clock, t, rotation))
+        flip = np.ones((U.shape[0], 3))
+        flip[:, 2] = np.sign(np.linalg.det(U @ Vt))
+        rotation = (U * flip[:, None, :]) @ Vt
+    return Marker(marker.name, marker.frame, position, rotation)
+
+
+def _check_resampled(q, dq, tau, chain: Chain, clock, source: str) -> None:
+    """Every joint has samples in every segment after resampling (else name it)."""
+    for what, x in (("positions", q), ("velocities", dq), ("torques", tau)):
+        if x is None:
+            continue
+        missing = ~np.isfinite(x).all(axis=0)
+        if np.any(missing):
+            names = [j for j, m in zip(chain.joint_names, missing, strict=True) if m]
+            raise WorkbenchError(
+                f"{source}: no {what} of joint(s) {', '.join(names)} in part of the recording "
+                f"({len(clock.segments)} segment(s) between gaps)"
+            )
 
 
 class _Reader:
@@ -234,11 +305,30 @@ class _Reader:
         self.base = base
         self.drop_bad_rows = drop_bad_rows
         self.progress = progress
-        self.cache: dict[Path, Table] = {}
+        self.cache: dict = {}  # tables by path, joint states by (bag, topic, joints)
 
-    def table(self, section: Section, key: str = "file", default: str | None = None) -> Table:
+    def path(self, section: Section, key: str = "file", default: str | None = None) -> Path:
         name = section.string(key, default) if default is not None else section.string(key)
-        path = (self.base / name).resolve()
+        return (self.base / name).resolve()
+
+    def table(
+        self,
+        section: Section,
+        key: str = "file",
+        default: str | None = None,
+        field: str = "position",
+        joints: list[str] | None = None,
+    ) -> Table:
+        """A CSV/NPZ table, or a bag's topic as a table (``t`` and one column per joint)."""
+        path = self.path(section, key, default)
+        if bags.is_bag(path):
+            topic = section.string("topic", JOINT_STATES)
+            cached = (path, topic, tuple(joints or ()))
+            if cached not in self.cache:
+                self.cache[cached] = bags.read_joint_states(path, topic, joints)
+            return bags.states_table(self.cache[cached], field)
+        if "topic" in section:
+            raise WorkbenchError(f"{section.where('topic')}: {path} is not a ROS bag")
         if path not in self.cache:
             self.cache[path] = read_table(
                 path, drop_bad_rows=self.drop_bad_rows, progress=self.progress
@@ -305,9 +395,18 @@ def _column_names(section: Section, chain: Chain, order: tuple[str, ...]) -> lis
 def _joint_block(
     reader: _Reader, section: Section, chain: Chain, transmission, kind: str, order
 ) -> tuple[Array, list[str], Table]:
-    """One value per joint (N, n), joint side, SI units; where each came from; the table."""
-    table = reader.table(section)
-    names = _column_names(section, chain, order)
+    """One value per joint (N, n), joint side, SI units; where each came from; the table.
+
+    From a bag, the columns are joint names in its JointState messages
+    (default: the model's joint names).
+    """
+    bag = bags.is_bag(reader.path(section))
+    if bag and "columns" not in section:
+        names = list(chain.joint_names)
+    else:
+        names = _column_names(section, chain, order)
+    field = {"positions": "position", "torques": "effort"}.get(kind, "velocity")
+    table = reader.table(section, field=field, joints=names if bag else None)
     raw = table.values[:, [table.index(c) for c in names]]
     where = [f"{table.path}, column {table.index(c) + 1} ('{c}')" for c in names]
     side = section.string("side", "joint", choices=("joint", "motor"))
@@ -465,55 +564,74 @@ def _common_rows(tables: list[Table]) -> dict[int, np.ndarray]:
 
 
 def _time(
-    reader: _Reader, section: Section, n: int, rows: np.ndarray, positions: Table
-) -> tuple[Array, float | None]:
-    """Sample times (s) and the uniform sample period (None for static poses)."""
-    if not section.table:
+    reader: _Reader,
+    section: Section,
+    n: int,
+    rows: np.ndarray | None,
+    positions: Table,
+    bag_t: Array | None,
+) -> tuple[Array, clock_module.Clock | None]:
+    """Raw sample times (s) of the positions and their clock (None for static poses).
+
+    ``[time]`` gives ``sample_period`` (a uniform clock), or a ``file`` and
+    ``column`` (``unit`` s, ms, us, ns); a bag's positions bring their own
+    stamps. A stated ``rate_hz`` (or ``sample_period`` with a time column)
+    is the resampling grid's; ``gap_periods`` splits the recording at longer
+    steps (:mod:`workbench.calibration.clock`).
+    """
+    if not section.table and bag_t is None:
         section.done()
         return np.arange(n, dtype=float), None
+    period = None
+    if "rate_hz" in section:
+        period = 1.0 / section.number("rate_hz", positive=True)
+    gap_periods = section.number("gap_periods", clock_module.GAP_PERIODS, minimum=1.5)
     if "sample_period" in section:
-        dt = section.number("sample_period", positive=True)
-        section.done()
-        return dt * np.arange(n), dt
-    table = reader.table(section)
-    column = section.string("column")
-    scale = _TIME[section.string("unit", "s", choices=tuple(_TIME))]
-    if table is not positions and len(table) != len(positions):
-        raise WorkbenchError(
-            f"{table.path} has {len(table)} rows but {positions.path} has {len(positions)}"
-        )
-    t = table.column(column)[rows] * scale
+        period = section.number("sample_period", positive=True)
+        if "file" not in section and "column" not in section:
+            section.done()
+            if bag_t is None:
+                t = period * np.arange(n)
+                return t, clock_module.uniform_clock(t, period=period)
+    if "file" in section or "column" in section:
+        table = reader.table(section)
+        column = section.string("column")
+        scale = _TIME[section.string("unit", "s", choices=tuple(_TIME))]
+        if table is not positions and len(table) != len(positions):
+            raise WorkbenchError(
+                f"{table.path} has {len(table)} rows but {positions.path} has {len(positions)}"
+            )
+        t = table.column(column) * scale
+        t = t if rows is None else t[rows]
+        where = f"{table.path}, column '{column}'"
+    else:
+        t, where = bag_t, f"{positions.path}: time stamps"
     section.done()
-    steps = np.diff(t)
-    if np.any(steps <= 0):
-        row = int(np.argmax(steps <= 0)) + 1
-        raise WorkbenchError(f"{table.where(row, column)}: time does not increase")
-    dt = float(np.median(steps))
-    gap = steps > 1.5 * dt
-    if np.any(gap):
-        row = int(np.argmax(gap)) + 1
-        raise WorkbenchError(
-            f"{table.where(row, column)}: a gap in the time base: {steps[row - 1]:.6g} s since "
-            f"the previous sample, {steps[row - 1] / dt:.1f} times the sample period "
-            f"{dt:.6g} s (split the recording at the gap, or resample it)"
-        )
-    jitter = float(np.abs(steps - dt).max() / dt)
-    if jitter > 0.05:
-        row = int(np.argmax(np.abs(steps - dt))) + 1
-        raise WorkbenchError(
-            f"{table.where(row, column)}: sample period varies by {100 * jitter:.0f} % "
-            f"(median {dt:.6g} s); filtering needs uniform sampling, resample the recording"
-        )
-    return t, dt
+    return t, clock_module.uniform_clock(t, period=period, gap_periods=gap_periods, where=where)
 
 
-def _process(section: Section, chain: Chain, q: Array, dq: Array | None, dt: float, source: str):
-    """Filter and differentiate a time series; decimation factor and the fit mask."""
+def _process(
+    section: Section,
+    chain: Chain,
+    q: Array,
+    dq: Array | None,
+    tau: Array | None,
+    t: Array,
+    clock: clock_module.Clock,
+    source: str,
+):
+    """Filter and differentiate a time series segment by segment; decimation and the fit mask.
+
+    Segments too short for the filters are left out with a warning. Returns
+    q, dq, ddq, tau, t (the kept samples), the segments, the decimation
+    factor, the per-joint speed threshold and the border.
+    """
+    dt = clock.period
     rate = 1.0 / dt
     order = section.integer("lowpass_order", 4, minimum=1)
     cutoff = section.number("lowpass_hz", min(100.0, rate / 5.0), positive=True)
     target = section.number("decimate_to_hz", 100.0 if rate > 200.0 else rate, positive=True)
-    if target > rate:
+    if target > rate * (1.0 + 1e-9):  # a median period carries rounding
         raise WorkbenchError(
             f"{section.where('decimate_to_hz')} = {target:g} Hz is above the sample rate "
             f"{rate:g} Hz"
@@ -527,17 +645,41 @@ def _process(section: Section, chain: Chain, q: Array, dq: Array | None, dt: flo
             stacklevel=2,
         )
     needed = signals.minimum_samples(decimation, order)
-    if q.shape[0] < needed:
+    spans = [(a, b) for a, b in clock.segments if b - a >= needed]
+    if not spans:
+        longest = max(b - a for a, b in clock.segments)
         raise WorkbenchError(
-            f"{source}: the recording is too short: {q.shape[0]} samples; the order-{order} "
-            f"low-pass filter and decimation by {decimation} need at least {needed}"
+            f"{source}: the recording is too short: {longest} samples"
+            + (f" in its longest stretch between gaps ({len(clock.segments)} stretches)"
+               if len(clock.segments) > 1 else "")
+            + f"; the order-{order} low-pass filter and decimation by {decimation} need at "
+            f"least {needed}"
+        )  # fmt: skip
+    if len(spans) < len(clock.segments):
+        short = len(clock.segments) - len(spans)
+        warnings.warn(
+            f"{source}: {short} stretch(es) of the recording between gaps are shorter than the "
+            f"{needed} samples the filters need and are left out",
+            WorkbenchWarning,
+            stacklevel=2,
         )
-    q = signals.lowpass(q, rate, cutoff, order, what=f"{source}: positions")
-    if dq is None:
-        dq, ddq = signals.derivatives(q, dt)
-    else:
-        dq = signals.lowpass(dq, rate, cutoff, order, what=f"{source}: velocities")
-        ddq = np.gradient(dq, dt, axis=0)
+    keep = np.concatenate([np.arange(a, b) for a, b in spans])
+    segments, start = [], 0
+    for a, b in spans:
+        segments.append((start, start + b - a))
+        start += b - a
+    q, t = q[keep], t[keep]
+    dq = None if dq is None else dq[keep]
+    tau = None if tau is None else tau[keep]
+    q_f, dq_f, ddq_f = np.empty_like(q), np.empty_like(q), np.empty_like(q)
+    for a, b in segments:
+        what = f"{source}: positions"
+        q_f[a:b] = signals.lowpass(q[a:b], rate, cutoff, order, what=what)
+        if dq is None:
+            dq_f[a:b], ddq_f[a:b] = signals.derivatives(q_f[a:b], dt)
+        else:
+            dq_f[a:b] = signals.lowpass(dq[a:b], rate, cutoff, order, what=f"{source}: velocities")
+            ddq_f[a:b] = np.gradient(dq_f[a:b], dt, axis=0)
     if "min_speed" in section:
         raw = section.raw("min_speed")
         threshold = (
@@ -550,10 +692,12 @@ def _process(section: Section, chain: Chain, q: Array, dq: Array | None, dt: flo
         limit = np.where(
             np.isfinite(chain.velocity_limit) & (chain.velocity_limit > 0),
             chain.velocity_limit,
-            np.abs(dq).max(axis=0),
+            np.abs(dq_f).max(axis=0),
         )
         threshold = fraction * limit
-    return q, dq, ddq, decimation, threshold, signals.border(decimation, order)
+    segments = tuple(segments) if len(segments) > 1 else None
+    border = signals.border(decimation, order)
+    return q_f, dq_f, ddq_f, tau, t, segments, decimation, threshold, border
 
 
 def _payload(section: Section, chain: Chain) -> tuple[int, Array] | None:

@@ -226,6 +226,7 @@ def report_summary(
         ],
         "velocities_estimated": log.differentiated,
         "preprocessing": {"decimation": log.decimation, "border_samples": log.border},
+        "clock": log.clock or "uniform (not resampled)",
     }
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from workbench import lie
+from workbench.calibration import signals
 from workbench.calibration.tables import DroppedRow
 from workbench.lie import Array
 
@@ -67,7 +68,10 @@ class Log:
     asked for; ``transmission`` the motor-from-joint matrix R (``q_motor = R
     q``) when the log description gives one (coupled-motor terms need it);
     ``payload`` a known body the robot carried while logging: the link it
-    was attached to and its phi in that link's joint frame (project order).
+    was attached to and its phi in that link's joint frame (project order);
+    ``segments`` the ``(start, stop)`` sample ranges of a recording split at
+    gaps in its clock (None: one), each filtered and decimated on its own;
+    ``clock`` what :mod:`workbench.calibration.clock` found in its time stamps.
     """
 
     t: Array  # (N,)
@@ -90,19 +94,29 @@ class Log:
     payload: tuple[int, Array] | None = None  # (link, phi in its joint frame) carried while logged
     columns: dict[str, str] = field(default_factory=dict)
     defaults: Defaults = field(default_factory=Defaults)
+    segments: tuple[tuple[int, int], ...] | None = None
+    clock: dict | None = None
 
     def __len__(self) -> int:
         return self.t.shape[0]
 
     def subset(self, rows: np.ndarray) -> Log:
-        """The log restricted to ``rows`` (index array or boolean mask)."""
+        """The log restricted to ``rows`` (index array or boolean mask), as one segment."""
         take = {
             f.name: getattr(self, f.name)[rows]
             for f in fields(self)
             if f.name in _SAMPLED and getattr(self, f.name) is not None
         }
         markers = tuple(m.subset(rows) for m in self.markers)
-        return replace(self, **take, markers=markers)
+        return replace(self, **take, markers=markers, segments=None)
+
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        """The ``(start, stop)`` sample ranges filtered and decimated on their own."""
+        return self.segments if self.segments is not None else ((0, len(self)),)
+
+    def equation_samples(self) -> np.ndarray:
+        """The samples that decimated equations sit at (:func:`signals.decimate_segments`)."""
+        return signals.kept_samples(self.spans(), self.decimation, self.border)
 
     def measured_markers(self) -> tuple[Marker, ...]:
         """The markers, or the tool (``px..qw`` columns) as the one marker of a table log."""

@@ -31,7 +31,7 @@ Arrays carry time on axis 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import signal
@@ -115,6 +115,34 @@ def decimate_blocks(
         full = signal.upfirdn(h, window, down=factor, axis=0)
         parts.append(full[20 : 20 + last - first])  # output j is centred at 2 half + j factor
     return np.concatenate(parts)
+
+
+def decimate_segments(
+    rows: Callable[[int, int], Array],
+    segments: Sequence[tuple[int, int]],
+    factor: int,
+    border: int,
+) -> tuple[Array, np.ndarray]:
+    """:func:`decimate_blocks` of each ``(start, stop)`` segment on its own, ``border``
+    outputs dropped at both ends of each: the stacked outputs and the raw sample each sits at.
+
+    A recording split at gaps in its clock is never filtered across a gap.
+    """
+    parts, kept = [], kept_samples(segments, factor, border)
+    for start, stop in segments:
+        Z = decimate_blocks(lambda a, b, s=start: rows(s + a, s + b), stop - start, factor)
+        parts.append(Z[border : Z.shape[0] - border])
+    return np.concatenate(parts), kept
+
+
+def kept_samples(segments: Sequence[tuple[int, int]], factor: int, border: int) -> np.ndarray:
+    """Raw samples of the outputs :func:`decimate_segments` keeps (every ``factor``-th of each
+    segment from its start, ``border`` outputs off both ends)."""
+    kept = []
+    for start, stop in segments:
+        outputs = -(-(stop - start) // factor)
+        kept.append(start + factor * np.arange(border, max(outputs - border, border)))
+    return np.concatenate(kept).astype(np.int64)
 
 
 def minimum_samples(factor: int, order: int = 4) -> int:

@@ -16,9 +16,18 @@ from workbench.lie import Array
 
 
 def exciting_trajectory(
-    chain: Chain, samples: int, dt: float = 0.01, harmonics: int = 5, seed: int = 0
+    chain: Chain,
+    samples: int,
+    dt: float = 0.01,
+    harmonics: int = 5,
+    seed: int = 0,
+    times: Array | None = None,
 ) -> tuple[Array, Array, Array, Array]:
-    """t, q, dq, ddq (module docstring) with ``samples`` samples every ``dt`` s."""
+    """t, q, dq, ddq (module docstring) with ``samples`` samples every ``dt`` s.
+
+    ``times`` evaluates the same trajectory (the one of ``samples`` and
+    ``dt``) at other instants instead, e.g. the stamps of a jittery clock.
+    """
     rng = np.random.default_rng(seed)
     t = dt * np.arange(samples)
     lower = np.maximum(chain.lower, -np.pi)
@@ -33,6 +42,7 @@ def exciting_trajectory(
     peak_speed = np.abs(amp) @ w  # bound of |dq_i|
     limit = np.where(np.isfinite(chain.velocity_limit), 0.9 * chain.velocity_limit, np.inf)
     amp *= np.minimum(1.0, limit / peak_speed)[:, None]
+    t = t if times is None else np.asarray(times, dtype=float)
     arg = t[:, None, None] * w + phase  # (N, n, K)
     q = centre + np.einsum("nk,snk->sn", amp, np.sin(arg))
     dq = np.einsum("nk,snk->sn", amp * w, np.cos(arg))

@@ -76,14 +76,13 @@ class TwistProblem:
     def _equations(self, rows: Callable[[int, int], Array]) -> Array:
         """Decimated and trimmed per-sample arrays (M, n, k) at the selected equation samples."""
         log = self.log
-        Z = signals.decimate_blocks(rows, len(log), log.decimation)
-        keep = np.arange(log.border, Z.shape[0] - log.border)
-        return Z[keep if self.rows is None else keep[self.rows]]
+        Z, _ = signals.decimate_segments(rows, log.spans(), log.decimation, log.border)
+        return Z if self.rows is None else Z[self.rows]
 
     def _moving(self) -> np.ndarray:
         """(M, n) joint rows that enter fits (at or above the log's min_speed)."""
         log = self.log
-        dq = log.dq[:: log.decimation][log.border : len(log.dq[:: log.decimation]) - log.border]
+        dq = log.dq[log.equation_samples()]
         dq = dq if self.rows is None else dq[self.rows]
         return (
             np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed

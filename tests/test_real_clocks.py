@@ -1,0 +1,155 @@
+"""Recordings as they come: CSV and ROS bags of one recording, jittery clocks, gaps, drops.
+
+References: the simulated truth (the trajectory evaluated at the clock's own
+stamps, torques from inverse dynamics of a perturbed model) and the same
+identification on a uniform clock; bags written with ``rosbags``' writers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.calibration.clock import resample, uniform_clock
+from workbench.calibration.logs import read_log
+from workbench.calibration.report import calibrate
+from workbench.calibration.simulate import perturbed_truth
+from workbench.calibration.tables import write_table
+from workbench.calibration.trajectories import exciting_trajectory
+from workbench.calibration.validation import Folds
+from workbench.testing.bag_writer import STORAGES, write_joint_states
+
+RATE = 100.0
+SAMPLES = 6000  # 60 s at 100 Hz
+NOISE = 0.02  # N m
+
+
+@pytest.fixture(scope="module")
+def planar():
+    return wb.models.load("planar_2r")
+
+
+def recording(chain, stamps_ns: np.ndarray, seed: int = 0):
+    """Stamps (s, as a bag reader computes them), q and tau of the truth at those stamps."""
+    sec, nsec = np.divmod(stamps_ns, 1_000_000_000)
+    t = sec.astype(float) + nsec / 1e9
+    truth = perturbed_truth(chain, "dynamic", 0.1, seed=seed + 1)
+    _, q, dq, ddq = exciting_trajectory(chain, SAMPLES, 1.0 / RATE, seed=seed, times=t)
+    rng = np.random.default_rng(seed + 2)
+    tau = wb.inverse_dynamics(truth.chain, q, dq, ddq) + rng.normal(scale=NOISE, size=q.shape)
+    return t, q, tau
+
+
+def describe(directory, data: str, extra: str = "") -> str:
+    text = f'[positions]\nfile = "{data}"\n[torques]\nfile = "{data}"\n[validation]\nfolds = 5\n'
+    path = directory / f"{data.replace('/', '_')}.toml"
+    path.write_text(text + extra)
+    return path
+
+
+def csv_description(directory, chain, t, q, tau, name="log.csv") -> str:
+    columns = {"t": t} | {f"q{i}": q[:, i] for i in range(chain.n)}
+    columns |= {f"tau{i}": tau[:, i] for i in range(chain.n)}
+    write_table(directory / name, columns)
+    names = ", ".join(f'"q{i}"' for i in range(chain.n))
+    torques = ", ".join(f'"tau{i}"' for i in range(chain.n))
+    path = directory / f"{name}.toml"
+    path.write_text(
+        f'[time]\nfile = "{name}"\ncolumn = "t"\n[positions]\nfile = "{name}"\n'
+        f'columns = [{names}]\n[torques]\nfile = "{name}"\ncolumns = [{torques}]\n'
+        "[validation]\nfolds = 5\n"
+    )
+    return path
+
+
+def identified(chain, path) -> dict[str, tuple[float, float]]:
+    log = read_log(path, chain, require=("tau",))
+    report = calibrate(chain, "dynamic", log, Folds(5))
+    return {name: (value, abs(value) * rel / 100.0) for name, value, rel in report.parameters}
+
+
+def jittery_stamps(seed: int = 5) -> np.ndarray:
+    """±25 % jitter, 1 % of samples dropped, one 0.5 s gap; integer nanoseconds."""
+    rng = np.random.default_rng(seed)
+    period = 1e9 / RATE
+    nominal = np.arange(int(SAMPLES * 1.02)) * period
+    stamps = nominal + rng.uniform(-0.25, 0.25, size=nominal.shape) * period
+    stamps[nominal >= 30e9] += 0.5e9  # a 0.5 s gap half-way
+    keep = rng.random(nominal.shape) >= 0.01
+    return np.rint(1e9 + stamps[keep][:SAMPLES]).astype(np.int64)
+
+
+def test_one_recording_as_csv_and_every_bag_storage_gives_the_same_parameters(tmp_path, planar):
+    """CSV with a time column, ROS 1 bag, ROS 2 sqlite3 and MCAP bags, a bare .mcap file, and
+    the bag given directly as --log: the same identified parameters to 1e-12."""
+    t, q, tau = recording(planar, jittery_stamps())
+    results = {"csv": identified(planar, csv_description(tmp_path, planar, t, q, tau))}
+    names = list(planar.joint_names)
+    for storage in STORAGES:
+        bag = {"ros1": "run.bag", "sqlite3": "run_db3", "mcap": "run_mcap"}[storage]
+        write_joint_states(tmp_path / bag, storage, t, names, position=q, effort=tau)
+        results[storage] = identified(planar, describe(tmp_path, bag))
+    write_joint_states(tmp_path / "bare.mcap", "mcap", t, names, position=q, effort=tau)
+    results["bare mcap"] = identified(planar, describe(tmp_path, "bare.mcap"))
+    results["--log run.bag"] = identified(planar, tmp_path / "run.bag")
+    reference = results["csv"]
+    assert len(reference) >= 6
+    for source, values in results.items():
+        assert values.keys() == reference.keys(), source
+        for name, (value, _) in values.items():
+            assert value == pytest.approx(reference[name][0], rel=1e-12, abs=1e-12), (source, name)
+
+
+def test_jitter_drops_and_a_gap_identify_what_a_uniform_clock_does(tmp_path, planar):
+    """±25 % jitter, 1 % dropped samples and a 0.5 s gap: every parameter within three
+    standard deviations of the uniform log's, the clock reported."""
+    uniform_ns = 1_000_000_000 + np.arange(SAMPLES) * 10_000_000
+    t, q, tau = recording(planar, uniform_ns)
+    uniform = identified(planar, csv_description(tmp_path, planar, t, q, tau, "uniform.csv"))
+    t, q, tau = recording(planar, jittery_stamps())
+    path = csv_description(tmp_path, planar, t, q, tau, "jittery.csv")
+    jittery = identified(planar, path)
+    for name, (value, std) in jittery.items():
+        scale = np.hypot(std, uniform[name][1])
+        assert abs(value - uniform[name][0]) <= 3.0 * scale + 1e-9, name
+    clock = read_log(path, planar, require=("tau",)).clock
+    assert clock["resampled"] and len(clock["segments"]) == 2
+    assert clock["gaps"][0]["length_s"] == pytest.approx(0.5, abs=0.01)
+    assert clock["dropped_samples"] == pytest.approx(0.01 * SAMPLES, rel=0.3)
+    assert 20.0 < clock["jitter_max_percent"] <= 50.0
+
+
+def test_resampling_follows_the_signal_and_keeps_segments_apart():
+    """Linear interpolation on the grid: within period^2 / 8 |q''| of a sine; no grid sample
+    in the gap; duplicates averaged; a uniform clock returns its samples untouched."""
+    rng = np.random.default_rng(0)
+    period = 0.01
+    t = np.arange(3000) * period + rng.uniform(-0.3, 0.3, 3000) * period
+    t[1500:] += 1.0
+    x = np.sin(2 * np.pi * 0.7 * t)
+    clock = uniform_clock(t)
+    assert len(clock.segments) == 2 and clock.gaps[0][1] > 1.0
+    out = resample(clock, t, x)
+    steps = np.diff(np.sort(t))
+    longest = steps[steps < 5 * period].max()  # the longest step inside a segment
+    bound = longest**2 / 8 * (2 * np.pi * 0.7) ** 2
+    assert np.abs(out - np.sin(2 * np.pi * 0.7 * clock.t)).max() <= bound
+    assert not np.any((clock.t > t[1499] + period) & (clock.t < t[1500] - period))
+    same = np.arange(10) * 0.1
+    assert resample(uniform_clock(same), same, same * 2) is not None
+    np.testing.assert_array_equal(resample(uniform_clock(same), same, same * 2), same * 2)
+    twice = np.r_[0.0, 0.1, 0.1, 0.2, 0.3]
+    merged = resample(uniform_clock(twice, period=0.1), twice, np.r_[0.0, 1.0, 3.0, 2.0, 3.0])
+    np.testing.assert_allclose(merged, [0.0, 2.0, 2.0, 3.0])
+
+
+def test_a_joint_missing_from_a_whole_stretch_is_named(tmp_path, planar):
+    t, q, tau = recording(planar, 1_000_000_000 + np.arange(SAMPLES) * 10_000_000)
+    drop = np.zeros(q.shape, dtype=bool)
+    drop[: SAMPLES // 2, 1] = True  # joint 2 never reported in the first half
+    names = list(planar.joint_names)
+    t[SAMPLES // 2 :] += 1.0  # ... which is a stretch of its own
+    write_joint_states(tmp_path / "run.bag", "ros1", t, names, position=q, effort=tau, drop=drop)
+    with pytest.raises(wb.WorkbenchError, match=f"no positions of joint.*{names[1]}"):
+        read_log(describe(tmp_path, "run.bag"), planar, require=("tau",))
