@@ -218,3 +218,67 @@ def test_description_columns_name_the_missing_joints(tmp_path):
 
     with pytest.raises(wb.WorkbenchError, match="expected 8, one per joint in the order torso"):
         read_log(tmp_path / "arm.toml", chain)
+
+
+def _posture_recording(chain, truth, postures: int, seed: int = 0):
+    """Joint states at ~100 Hz (jittered) moving between random postures held 1.5 s each,
+    and a tool pose at ~120 Hz from the truth with 0.2 mm noise during the whole recording."""
+    rng = np.random.default_rng(seed)
+    lower, upper = np.maximum(chain.lower, -2.0), np.minimum(chain.upper, 2.0)
+    targets = rng.uniform(lower + 0.2 * (upper - lower), upper - 0.2 * (upper - lower),
+                          size=(postures, chain.n))  # fmt: skip
+    hold, move = 1.5, 1.0
+    period = hold + move
+
+    def q_at(t):
+        k = np.minimum((t // period).astype(int), postures - 1)
+        phase = np.clip((t - k * period - hold) / move, 0.0, 1.0)
+        nxt = targets[np.minimum(k + 1, postures - 1)]
+        blend = (1 - np.cos(np.pi * phase)) / 2
+        return targets[k] + blend[:, None] * (nxt - targets[k])
+
+    duration = postures * period
+    t_joints = np.arange(0, duration, 0.01) + rng.uniform(
+        -0.002, 0.002, int(np.ceil(duration / 0.01))
+    )
+    t_joints = np.sort(t_joints)[1:]
+    t_poses = np.arange(0.005, duration, 1 / 120)
+    T = forward_kinematics(truth, q_at(t_poses))
+    position = T[:, :3, 3] + rng.normal(scale=2e-4, size=(t_poses.size, 3))
+    quaternion = wb.lie.matrix_to_quaternion(T[:, :3, :3])
+    return 100.0 + t_joints, q_at(t_joints), 100.0 + t_poses, position, quaternion, targets
+
+
+@pytest.mark.parametrize("storage", ["ros1", "mcap"])
+def test_kinematic_calibration_from_a_bag_with_mocap_postures(tmp_path, storage):
+    """Joint states and a /tf mocap stream in one bag: the 25 held postures are found, averaged,
+    and calibrate the arm of the whole robot (position error below the nominal model's)."""
+    from workbench.calibration.kinds import Options
+    from workbench.calibration.logs import read_log
+    from workbench.calibration.report import calibrate
+    from workbench.calibration.validation import Folds
+    from workbench.testing.bag_writer import JointStateStream, PoseStream, write_bag
+
+    chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM))
+    truth = simulate_log(chain, kind="kinematic", samples=10, perturb=2e-3, seed=4)[1].chain
+    t, q, pose_t, position, quaternion, targets = _posture_recording(chain, truth, 25)
+    bag = tmp_path / ("run.bag" if storage == "ros1" else "run_mcap")
+    write_bag(bag, storage, [
+        JointStateStream(t, list(TIAGO_ARM), position=q, shuffle_names=True),
+        PoseStream("/tf", pose_t, position, quaternion, msgtype="TFMessage",
+                   child_frame="gripper_marker", frame_id="base_footprint"),
+    ])  # fmt: skip
+    description = tmp_path / "mocap.toml"
+    description.write_text(
+        f"[model]\njoints = {list(TIAGO_ARM)!r}\n".replace("'", '"')
+        + f'[positions]\nfile = "{bag.name}"\n'
+        f'[[markers]]\nname = "gripper"\nfile = "{bag.name}"\ntopic = "/tf"\n'
+        f'child_frame = "gripper_marker"\nframe = "{chain.tool_name}"\n'
+        "[postures]\nspeed = 0.01\nmin_duration = 0.8\n"
+    )
+    log = read_log(description, chain, require=("position",))
+    assert log.clock["postures"]["found"] == 25 == len(log)
+    np.testing.assert_allclose(np.sort(log.q, axis=0), np.sort(targets, axis=0), atol=1e-9)
+    report = calibrate(chain, "kinematic", log, Folds(5), Options())
+    held = report.summary["heldout"]
+    assert held["calibrated"]["position_rms_m"] < 0.5 * held["nominal"]["position_rms_m"]

@@ -65,6 +65,12 @@ Sections and keys (every key is checked; unknown keys are errors):
     columns) with ``rotation_type`` ("rotation_vector", "quaternion_xyzw",
     "quaternion_wxyz" or "rpy" = URDF roll-pitch-yaw) and ``rotation_unit``
     ("rad" or "deg", for rotation vectors and rpy).
+``[postures]``
+    Poses from a bag topic (``[[markers]] file = BAG``, ``topic``,
+    ``child_frame`` for ``/tf``) are matched to the joint positions by time:
+    ``match = "standstill"`` (default; ``speed``, ``min_duration``,
+    ``window``) averages both over every posture where the joints stand
+    still, ``"interpolate"`` interpolates the joints at each pose's stamp.
 ``[measurement_frame]``
     ``known = true`` (default): measurements are in the robot's base frame;
     ``false``: in a device frame (camera, motion capture) estimated jointly.
@@ -105,7 +111,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench import inertia, lie
-from workbench.calibration import bags, signals
+from workbench.calibration import bags, signals, standstill
 from workbench.calibration import clock as clock_module
 from workbench.calibration.drives import TERMS
 from workbench.calibration.plausibility import check_channels
@@ -190,6 +196,8 @@ def _read(
     frame = top.section("measurement_frame")
     frame_known = frame.boolean("known", True)
     frame.done()
+    posed = [(m, table) for m, table in markers if _is_bag_table(table)]
+    markers = [(m, table) for m, table in markers if not _is_bag_table(table)]
     csv_tables = [table for _, table in [*blocks.values(), *markers] if not _is_bag_table(table)]
     rows = _common_rows(csv_tables) if csv_tables else {}
     raw_t = {
@@ -201,6 +209,17 @@ def _read(
     tables = csv_tables
 
     t, clock = _time(reader, time, q.shape[0], rows.get(id(q_table)), q_table, raw_t["q"])
+    postures = top.section("postures")
+    if posed:
+        if clock is None:
+            raise WorkbenchError(
+                f"{path}: poses from a bag topic are matched to the joint positions by time; "
+                "the positions need time stamps (a bag, or [time])"
+            )
+        q, markers, t, found = _match_poses(postures, q, t, posed, chain)
+        clock, dq, tau = None, None, None
+    elif postures.table:
+        raise WorkbenchError(f"{path}: [postures] matches poses from a bag topic; there are none")
     if clock is not None and (clock.resampled or any(v is not None for v in raw_t.values())):
         stamps = {k: t if v is None else v for k, v in raw_t.items()}
         q, dq, tau = (
@@ -259,8 +278,85 @@ def _read(
         transmission=transmission.position if transmission is not None else None,
         payload=payload,
         segments=segments,
-        clock=clock.summary() if clock is not None and clock.resampled else None,
+        clock=found
+        if posed
+        else clock.summary()
+        if clock is not None and clock.resampled
+        else None,
     )
+
+
+def _match_poses(
+    section: Section, q: Array, t: Array, posed: list, chain: Chain
+) -> tuple[Array, list[Marker], Array, dict]:
+    """Poses from bag topics matched to the joint positions by time (``[postures]``).
+
+    ``match = "standstill"`` (default): the postures where every joint stood
+    still (speed below ``speed``, rad/s or m/s, default 0.01, for at least
+    ``min_duration`` s, default 0.5, judged over ``window`` s, default 0.1),
+    joint positions and poses averaged over each
+    (:mod:`workbench.calibration.standstill`); postures without poses are left
+    out. ``match = "interpolate"``: the joint positions interpolated at every
+    pose's stamp (synchronised clocks, continuous motion). Returns q, the
+    markers, the times and what was found (for the report).
+    """
+    match = section.string("match", "standstill", choices=("standstill", "interpolate"))
+    order = np.argsort(t, kind="stable")
+    t, q = t[order], q[order]
+    if match == "interpolate":
+        if len(posed) > 1:
+            raise WorkbenchError(
+                f"{section.where('match')} = 'interpolate' takes one pose topic; "
+                f"{len(posed)} markers come from bags (use standstill postures)"
+            )
+        marker, table = posed[0]
+        pose_t = table.column("t")
+        inside = (pose_t >= t[0]) & (pose_t <= t[-1])
+        pose_t = pose_t[inside]
+        q = np.column_stack([np.interp(pose_t, t, q[:, j]) for j in range(q.shape[1])])
+        section.done()
+        found = {"postures": {"match": "interpolate", "poses": int(inside.sum())}}
+        return q, [marker.subset(np.flatnonzero(inside))], pose_t, found
+    speed = section.number("speed", 0.01, positive=True)
+    duration = section.number("min_duration", 0.5, positive=True)
+    window = section.number("window", 0.1, minimum=0.0)
+    section.done()
+    segments = standstill.standstill_segments(
+        t, q, speed=speed, min_duration=duration, window=window
+    )
+    if not segments:
+        raise WorkbenchError(
+            f"{section.source}: no posture where every joint stands still (below {speed:g} per "
+            f"s for {duration:g} s): set [postures] speed or min_duration"
+        )
+    averaged = []
+    for marker, table in posed:
+        rotation = lie.matrix_to_quaternion(marker.rotation)
+        averaged.append(
+            standstill.average_postures(
+                t, q, segments, pose_t=table.column("t"), position=marker.position,
+                quaternion_xyzw=rotation,
+            )
+        )  # fmt: skip
+    seen = np.all([p.pose_count > 0 for p in averaged], axis=0)
+    if not np.any(seen):
+        raise WorkbenchError(
+            f"{section.source}: {len(segments)} standstill postures, none with poses from the "
+            "bag's pose topics in it (are the clocks synchronised?)"
+        )
+    first = averaged[0]
+    markers = [
+        Marker(m.name, m.frame, p.position[seen], lie.quaternion_to_matrix(p.quaternion_xyzw[seen]))
+        for (m, _), p in zip(posed, averaged, strict=True)
+    ]
+    found = {
+        "postures": {
+            "match": "standstill", "found": len(segments), "with_poses": int(seen.sum()),
+            "speed": speed, "min_duration_s": duration,
+            "start_s": first.start[seen].tolist(), "end_s": first.end[seen].tolist(),
+        }
+    }  # fmt: skip
+    return first.q[seen], markers, 0.5 * (first.start + first.end)[seen], found
 
 
 def _is_bag_table(table: Table) -> bool:
@@ -503,6 +599,14 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
         chain.placement_of(frame)
     except WorkbenchError as exc:
         raise WorkbenchError(f"{section.where('frame')}: {exc}") from None
+    path = reader.path(section, default=positions.table.get("file", ""))
+    if bags.is_bag(path):  # a pose topic: positions (m) and orientations of the marker
+        topic = section.string("topic")
+        poses = bags.read_poses(path, topic, section.string("child_frame", None))
+        section.done()
+        table = Table(path, ("t",), poses.t[:, None], poses.message)
+        rotation = lie.quaternion_to_matrix(poses.quaternion_xyzw)
+        return Marker(name, frame, poses.position, rotation), table, f"{path}: topic {topic}"
     table = reader.table(section, default=positions.table.get("file", ""))
     position = rotation = None
     where = str(table.path)
