@@ -153,3 +153,17 @@ def test_a_joint_missing_from_a_whole_stretch_is_named(tmp_path, planar):
     write_joint_states(tmp_path / "run.bag", "ros1", t, names, position=q, effort=tau, drop=drop)
     with pytest.raises(wb.WorkbenchError, match=f"no positions of joint.*{names[1]}"):
         read_log(describe(tmp_path, "run.bag"), planar, require=("tau",))
+
+
+def test_a_table_log_on_a_jittery_clock_is_resampled_and_split(tmp_path, planar):
+    """A table in the project's columns (t, q_, tau_) with jitter and a gap: resampled, split
+    into two segments, its Savitzky-Golay derivatives follow the truth's."""
+    t, q, tau = recording(planar, jittery_stamps())
+    names = planar.joint_names
+    columns = {"t": t} | {f"q_{j}": q[:, i] for i, j in enumerate(names)}
+    columns |= {f"tau_{j}": tau[:, i] for i, j in enumerate(names)}
+    log = read_log(write_table(tmp_path / "log.csv", columns), planar, require=("tau",))
+    assert log.clock["resampled"] and log.segments is not None and len(log.segments) == 2
+    _, _, dq, _ = exciting_trajectory(planar, SAMPLES, 1.0 / RATE, seed=0, times=log.t)
+    inner = np.concatenate([np.arange(a + 10, b - 10) for a, b in log.segments])
+    assert np.abs(log.dq[inner] - dq[inner]).max() < 1e-2 * np.abs(dq).max()

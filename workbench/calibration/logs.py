@@ -12,7 +12,9 @@ Two ways to give a log:
     orientation as a unit quaternion ``qx, qy, qz, qw``.
 
   When only q is logged, dq and ddq come from a Savitzky-Golay
-  differentiator (``scipy.signal.savgol_filter`` with ``deriv=1, 2``);
+  differentiator (``scipy.signal.savgol_filter`` with ``deriv=1, 2``),
+  after torques on a non-uniform clock are resampled to a uniform grid and
+  split at gaps (:mod:`workbench.calibration.clock`);
 
 * a **log description** (``.toml``, :mod:`workbench.calibration.recording`)
   that says how to read a recording as it came off a robot: files and
@@ -38,6 +40,7 @@ import numpy as np
 from scipy.signal import savgol_filter
 
 from workbench.calibration import bags, plausibility, recording
+from workbench.calibration.clock import resample, uniform_clock
 from workbench.calibration.samples import Defaults, Log, Marker
 from workbench.calibration.tables import DroppedRow, Table, read_header, read_table, write_table
 from workbench.chain import Chain
@@ -129,9 +132,28 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
     q = block([f"q_{j}" for j in joints])
     dq = block([f"dq_{j}" for j in joints])
     ddq = block([f"ddq_{j}" for j in joints])
+    tau = block([f"tau_{j}" for j in joints])
     differentiated = dq is None or ddq is None
-    if differentiated:
-        dq_sg, ddq_sg = savgol_derivatives(table, t, q, savgol_window, savgol_order)
+    clock, segments = None, None
+    if differentiated and tau is None:  # poses: derivatives only for the plausibility checks
+        order = np.argsort(t, kind="stable")
+        if np.any(np.diff(t[order]) <= 0):
+            raise WorkbenchError(f"{path}: column 't' repeats a time stamp")
+        gradient = np.empty_like(q)
+        gradient[order] = np.gradient(q[order], t[order], axis=0)
+        dq = gradient if dq is None else dq
+    elif differentiated:
+        clock = uniform_clock(t, where=f"{path}, column 't'")
+        if clock.resampled:  # torques on a real clock: a uniform grid before differentiating
+            q, tau = resample(clock, t, q), resample(clock, t, tau)
+            dq, ddq = (None if x is None else resample(clock, t, x) for x in (dq, ddq))
+            t, segments = clock.t, clock.segments if len(clock.segments) > 1 else None
+        dq_sg, ddq_sg = np.empty_like(q), np.empty_like(q)
+        for a, b in clock.segments:
+            where = f"{path}, samples {a} to {b}" if len(clock.segments) > 1 else str(path)
+            dq_sg[a:b], ddq_sg[a:b] = savgol_derivatives(
+                where, clock.period, q[a:b], savgol_window, savgol_order
+            )
         dq = dq_sg if dq is None else dq
         ddq = ddq_sg if ddq is None else ddq
     orientation = block(list(ORIENTATION))
@@ -142,7 +164,7 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
         q=q,
         dq=dq,
         ddq=ddq,
-        tau=block([f"tau_{j}" for j in joints]),
+        tau=tau,
         position=block(list(POSITION)),
         orientation=orientation,
         joint_names=chain.joint_names,
@@ -150,29 +172,22 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
         dropped=table.dropped,
         differentiated=differentiated,
         columns={name: f"{path}, column {k + 1} ('{name}')" for name, k in columns.items()},
+        segments=segments,
+        clock=clock.summary() if clock is not None and clock.resampled else None,
     )
 
 
 def savgol_derivatives(
-    table: Table, t: Array, q: Array, window: int, order: int
+    where: str, period: float, q: Array, window: int, order: int
 ) -> tuple[Array, Array]:
-    """dq, ddq of uniformly sampled q by Savitzky-Golay differentiation (deriv = 1, 2)."""
-    steps = np.diff(t)
-    dt = float(np.median(steps))
-    uneven = np.abs(steps - dt) > 1e-6 * dt
-    if np.any(uneven):
-        row = int(np.argmax(uneven)) + 1
+    """dq, ddq of ``q`` sampled every ``period`` s by Savitzky-Golay differentiation
+    (deriv = 1, 2); ``where`` names the samples in errors."""
+    if window % 2 == 0 or window <= order or window > q.shape[0]:
         raise WorkbenchError(
-            f"{table.where(row, 't')}: time step {steps[uneven][0]:.6g} s differs from "
-            f"{dt:.6g} s; Savitzky-Golay differentiation of q needs uniform sampling "
-            "(log dq_<joint> and ddq_<joint>, or resample)"
+            f"{where}: Savitzky-Golay window {window} must be odd, larger than the order "
+            f"{order} and at most the number of samples {q.shape[0]}"
         )
-    if window % 2 == 0 or window <= order or window > t.shape[0]:
-        raise WorkbenchError(
-            f"{table.path}: Savitzky-Golay window {window} must be odd, larger than the order "
-            f"{order} and at most the number of samples {t.shape[0]}"
-        )
-    kw = dict(window_length=window, polyorder=order, delta=dt, axis=0, mode="interp")
+    kw = dict(window_length=window, polyorder=order, delta=period, axis=0, mode="interp")
     return savgol_filter(q, deriv=1, **kw), savgol_filter(q, deriv=2, **kw)
 
 
