@@ -282,3 +282,28 @@ def test_kinematic_calibration_from_a_bag_with_mocap_postures(tmp_path, storage)
     report = calibrate(chain, "kinematic", log, Folds(5), Options())
     held = report.summary["heldout"]
     assert held["calibrated"]["position_rms_m"] < 0.5 * held["nominal"]["position_rms_m"]
+
+
+ARMS = {
+    "baxter": ["left_s0", "left_s1", "left_e0", "left_e1", "left_w0", "left_w1", "left_w2"],
+    "talos_full": ["torso_1_joint", "torso_2_joint", *(f"arm_left_{i}_joint" for i in range(1, 8))],
+    "tiago": list(("torso_lift_joint", *(f"arm_{i}_joint" for i in range(1, 8)))),
+    "pr2": list(PR2_ARM),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARMS))
+def test_whole_robots_write_back_exactly(tmp_path, name):
+    """example-robot-data robots (mimic grippers, continuous joints, wheels, heads): moved
+    twists, tool and a changed inertia reload equal to 1e-12, with every joint of the robot."""
+    chain = wb.models.load(name, joints=ARMS[name])
+    rng = np.random.default_rng(1)
+    moved = chain.with_eta(rng.normal(scale=2e-3, size=6 * (chain.n + 1)))
+    G = moved.inertias.copy()
+    G[-1] *= 1.1
+    moved = replace(moved, inertias=G)
+    back = reload_urdf(moved, write_urdf(moved, tmp_path / f"{name}.urdf"))
+    for attr in ("twists", "phi", "tool_frame"):
+        assert np.abs(getattr(back, attr) - getattr(moved, attr)).max() < 1e-12, attr
+    whole = pin.buildModelFromUrdf(str(tmp_path / f"{name}.urdf"))
+    assert list(whole.names) == list(pin.buildModelFromUrdf(str(urdf_path(name))).names)
