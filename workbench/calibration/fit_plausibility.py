@@ -81,9 +81,10 @@ SHAPE_MISFIT = 0.05
 shape to within torque noise (a correct simulated log with 1 % noise: 0.014; radian data read
 as degrees: 0.15), and no correction can do much better."""
 
-COMMON_SPREAD = 0.25
-"""Ratios of all joints within this relative spread of their median share one factor (a
-sample period or a global torque unit) rather than per-joint torque constants."""
+COMMON_MISFIT = 0.05
+"""One factor for all joints (a sample period or a global torque unit) rather than one per
+joint (torque constants) when its relative misfit exceeds the per-joint factors' by less than
+this (5 % of the RMS effort; ratios of weak, noisy joints scatter, their misfit does not)."""
 
 GRAVITY_SHARE = 0.2
 """The gravity load tells a sample period from a torque scale when it makes at least this
@@ -153,24 +154,28 @@ def diagnose(
     logged = sampled.tau
     found = findings(chain, logged, nominal)
     duplicates = _duplicates(sampled, chain)
-    symptoms = _symptoms(chain, fitted, logged, nominal, gravity, found)
+    general = _general_symptoms(chain, fitted, logged, nominal)
     if duplicates:
-        return [Diagnosis("duplicated column", "; ".join(duplicates + symptoms))]
-    if not symptoms:
+        return [Diagnosis("duplicated column", "; ".join(duplicates + general))]
+    joints = _joint_symptoms(logged, nominal, gravity, found)
+    if not general and not joints:
         return []
-    evidence = "; ".join(symptoms)
     shape = _shape_cause(chain, sampled, nominal, nominal_drives)
     if shape is not None:
-        return [replace(shape, evidence=f"{shape.evidence}; symptoms: {evidence}")]
-    scale = _scale_causes(chain, sampled.t, logged, nominal, gravity, found)
-    if scale:
-        return scale
+        symptoms = "; ".join(general + list(joints.values()))
+        return [replace(shape, evidence=f"{shape.evidence}; symptoms: {symptoms}")]
+    diagnoses = _scale_causes(sampled.t, logged, nominal, gravity, found, joints)
+    if diagnoses:
+        first = diagnoses[0]
+        diagnoses[0] = replace(first, evidence="; ".join([first.evidence, *general]))
+        return diagnoses
     return [
         Diagnosis(
             "unknown",
-            f"{evidence}; compared the logged efforts with the nominal model's torques and found "
-            "no angle unit, sample period, duplicated or swapped column, transmission sign, "
-            "torque sign or scale that explains them",
+            "; ".join(general + list(joints.values()))
+            + "; compared the logged efforts with the nominal model's torques and found no angle "
+            "unit, sample period, duplicated or swapped column, transmission sign, torque sign "
+            "or scale that explains them",
         )
     ]
 
@@ -203,7 +208,8 @@ def _relative_rms(error: Array, reference: Array) -> float:
     return float(np.linalg.norm(error)) / norm if norm > 0 else np.inf
 
 
-def _symptoms(chain, fitted, logged, nominal, gravity, found: list[EffortFinding]) -> list[str]:
+def _general_symptoms(chain, fitted, logged, nominal) -> list[str]:
+    """The nominal model worse than zero; absurd fitted parameters."""
     out = []
     relative = _relative_rms(nominal - logged, logged)
     if relative > NOMINAL_WORSE_THAN_ZERO:
@@ -213,8 +219,15 @@ def _symptoms(chain, fitted, logged, nominal, gravity, found: list[EffortFinding
         )
     if fitted is not None:
         out += absurd_parameters(chain, fitted)
+    return out
+
+
+def _joint_symptoms(logged, nominal, gravity, found: list[EffortFinding]) -> dict[str, str]:
+    """The message of each suspicious effort finding by joint; flipped signs on joints that
+    hold a gravity load said so."""
     _, against, _, gravity_rms = ratios(logged, gravity)
     nominal_rms = np.sqrt(np.mean(nominal**2, axis=0))
+    out = {}
     for j, finding in enumerate(found):
         if not finding.suspicious:
             continue
@@ -222,7 +235,7 @@ def _symptoms(chain, fitted, logged, nominal, gravity, found: list[EffortFinding
         loaded = gravity_rms[j] >= GRAVITY_SHARE * nominal_rms[j]
         if finding.verdict == "sign" and loaded and against[j] < -SIGNIFICANT_CORRELATION:
             text += " (its torques act against gravity's)"
-        out.append(text)
+        out[finding.joint] = text
     return out
 
 
@@ -316,14 +329,14 @@ def _shape_cause(chain, log: Log, nominal: Array, nominal_drives) -> Diagnosis |
     return Diagnosis(cause, evidence)
 
 
-def _scale_causes(chain, t, logged, nominal, gravity, found) -> list[Diagnosis]:
-    """Torque sign, sample period, torque scale or dead channels from the ratios."""
+def _scale_causes(t, logged, nominal, gravity, found, notes: dict[str, str]) -> list[Diagnosis]:
+    """Torque sign, sample period, torque scale or dead channels from the ratios (``notes``:
+    the message of each suspicious joint)."""
     compared = [f for f in found if f.verdict in ("ok", "scale", "sign")]
     out = []
-    dead = [f.joint for f in found if f.verdict == "dead"]
+    dead = [notes[f.joint] for f in found if f.verdict == "dead"]
     if dead:
-        out.append(Diagnosis("dead channel", "; ".join(f.message for f in found
-                                                       if f.verdict == "dead")))  # fmt: skip
+        out.append(Diagnosis("dead channel", "; ".join(dead)))
     flipped = [f for f in compared if f.verdict == "sign"]
     if flipped:
         every = len(flipped) == len(compared)
@@ -332,7 +345,7 @@ def _scale_causes(chain, t, logged, nominal, gravity, found) -> list[Diagnosis]:
             Diagnosis(
                 "torque sign",
                 f"{where} effort has the opposite sign of the nominal torque: "
-                + "; ".join(f.message for f in flipped)
+                + "; ".join(notes[f.joint] for f in flipped)
                 + ("; a [torques] scale of -1 or negated torque columns" if every else ""),
                 () if every else ("transmission sign",),
             )
@@ -341,42 +354,62 @@ def _scale_causes(chain, t, logged, nominal, gravity, found) -> list[Diagnosis]:
     scaled = [f for f in compared if f.verdict == "scale"]
     if not scaled:
         return out
-    k = np.array([f.ratio for f in compared])
-    common = np.median(k)
-    if len(compared) > 1 and np.all(np.abs(k / common - 1.0) <= COMMON_SPREAD):
-        out.append(_common_factor(t, logged, nominal, gravity, compared, float(common)))
+    period = _period_by_gravity(t, logged, nominal, gravity)
+    columns = [found.index(f) for f in compared]
+    e, n = logged[:, columns], nominal[:, columns]
+    common = float(np.sum(e * n) / np.sum(n * n))
+    one_factor = _relative_rms(common * n - e, e) <= shape_misfit(e, n) + COMMON_MISFIT
+    if period is not None:
+        out.append(period)
+    elif len(compared) > 1 and one_factor:
+        out.append(_common_factor(t, nominal, gravity, compared, common))
     else:
-        out.append(Diagnosis("torque scale", "; ".join(f.message for f in scaled)))
+        out.append(Diagnosis("torque scale", "; ".join(notes[f.joint] for f in scaled)))
     return out
 
 
-def _common_factor(t, logged, nominal, gravity, compared, common: float) -> Diagnosis:
-    """A factor common to all joints: a sample period (dynamics only) or a torque unit."""
-    ratios_text = ", ".join(f"{f.joint} {f.ratio:.3g}" for f in compared)
-    dt = float(np.median(np.diff(t))) if t.size > 1 else np.nan
+def _period(t: Array) -> float:
+    return float(np.median(np.diff(t))) if t.size > 1 else np.nan
+
+
+def _period_by_gravity(t, logged, nominal, gravity) -> Diagnosis | None:
+    """A sample period off by a factor, told by the gravity load (which does not scale with
+    time): ``e = alpha g + beta (n - g)`` with alpha near 1 and beta far from it, explaining the
+    efforts at least as well as one factor per joint."""
+    if np.linalg.norm(gravity) < GRAVITY_SHARE * np.linalg.norm(nominal):
+        return None
     dynamic = nominal - gravity
+    A = np.stack([gravity.ravel(), dynamic.ravel()], axis=1)
+    alpha, beta = np.linalg.lstsq(A, logged.ravel(), rcond=None)[0]
+    misfit = _relative_rms(alpha * gravity + beta * dynamic - logged, logged)
+    if not (RATIO_LOW <= alpha <= RATIO_HIGH and beta > 0 and not RATIO_LOW <= beta <= RATIO_HIGH):
+        return None
+    if misfit > shape_misfit(logged, nominal):
+        return None
+    return Diagnosis(
+        "sample period",
+        f"the gravity torques match (factor {alpha:.3g}) but the dynamic torques are "
+        f"{beta:.3g} times the nominal model's (relative misfit {misfit:.3g}): the sample period "
+        f"{_period(t):.4g} s looks {np.sqrt(beta):.3g} times too long (velocities scale with "
+        "1/T, accelerations with 1/T^2)",
+    )
+
+
+def _common_factor(t, nominal, gravity, compared, common: float) -> Diagnosis:
+    """A factor common to all joints: a torque unit (on the gravity load too), or, without a
+    gravity load to tell them apart, a sample period."""
+    ratios_text = ", ".join(f"{f.joint} {f.ratio:.3g}" for f in compared)
+    unit = f"the torques' unit (multiply [torques] scale by {1 / common:.3g})"
     if np.linalg.norm(gravity) >= GRAVITY_SHARE * np.linalg.norm(nominal):
-        A = np.stack([gravity.ravel(), dynamic.ravel()], axis=1)
-        alpha, beta = np.linalg.lstsq(A, logged.ravel(), rcond=None)[0]
-        if RATIO_LOW <= alpha <= RATIO_HIGH and not RATIO_LOW <= beta <= RATIO_HIGH and beta > 0:
-            return Diagnosis(
-                "sample period",
-                f"the gravity torques match (factor {alpha:.3g}) but the dynamic torques are "
-                f"{beta:.3g} times the nominal model's: the sample period {dt:.4g} s looks "
-                f"{np.sqrt(beta):.3g} times too long (velocities scale with 1/T, accelerations "
-                "with 1/T^2)",
-            )
         return Diagnosis(
             "torque scale",
             f"every joint's effort is about {common:.3g} times the nominal torque, gravity load "
-            f"included (ratios {ratios_text}): the torques' unit; multiply [torques] scale by "
-            f"{1 / common:.3g}",
+            f"included (ratios {ratios_text}): {unit}",
         )
     period = (
-        f"the sample period {dt:.4g} s {np.sqrt(common):.3g} times too long (velocities scale "
-        f"with 1/T, accelerations with 1/T^2)"
+        f"the sample period {_period(t):.4g} s {np.sqrt(common):.3g} times too long "
+        "(velocities scale with 1/T, accelerations with 1/T^2)"
     )
-    unit = f"the torques' unit (multiply [torques] scale by {1 / common:.3g})"
     evidence = (
         f"every joint's effort is about {common:.3g} times the nominal torque (ratios "
         f"{ratios_text}); without a gravity load this is {period} or {unit}"
