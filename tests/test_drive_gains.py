@@ -84,9 +84,9 @@ def iiwa() -> wb.Chain:
 
 
 def test_gains_under_realistic_noise(iiwa):
-    """iiwa, 15 s without and 15 s with the payload: every gain within 2 % (and within four
+    """iiwa, 10 s without and 10 s with the payload: every gain within 2 % (and within four
     standard deviations); the identified torques match the truth's on a third trajectory."""
-    logs, gains, truth = gain_logs(iiwa, 1500, noise=True)
+    logs, gains, truth = gain_logs(iiwa, 1000, noise=True)
     fit = identify_drive_gains(iiwa, logs)
     error = fit.gains / gains - 1.0
     assert np.abs(error).max() < 0.02, error

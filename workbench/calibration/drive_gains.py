@@ -149,10 +149,10 @@ def identify_drive_gains(
     A = np.concatenate([A, -X], axis=1)
     names = (*(f"k{j + 1}" for j in range(n)), *base.names)
     scale = np.linalg.norm(A, axis=0)
-    check_determined(
-        A / np.where(scale > 0, scale, 1.0), E.size, scale,
-        BaseParameters(base.independent, base.matrix, names),
-    )  # fmt: skip
+    gram = _gram(A / np.where(scale > 0, scale, 1.0), np.ones(E.size))
+    w, V = np.linalg.eigh(gram)  # a factor with A's singular values and right singular vectors:
+    factor = np.sqrt(np.clip(w, 0.0, None))[:, None] * V.T
+    check_determined(factor, E.size, scale, BaseParameters(base.independent, base.matrix, names))
     z = _weighted_lstsq(A, P, np.ones(E.size))  # the linear solution, ordinary least squares
     gain, beta = z[:n], z[n:]
     weights = np.ones(E.size)
@@ -171,8 +171,7 @@ def identify_drive_gains(
             break
     J, residual = _output_error(E, X, P, joint, gain, beta)
     scale = np.linalg.norm(J, axis=0)
-    Jw = J / scale * weights[:, None]
-    information = Jw.T @ Jw
+    information = _gram(J / scale, weights)
     eigenvalues = np.linalg.eigvalsh(information)  # ascending: singular values of Jw squared
     s2 = float(np.sum((residual * weights) ** 2)) / max(E.size - z.size, 1)
     T = np.ones(z.size)
@@ -198,8 +197,14 @@ def _weighted_lstsq(A: Array, y: Array, weights: Array) -> Array:
     scaled to unit norm (``check_determined`` has refused a rank-deficient A)."""
     scale = np.linalg.norm(A, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
-    Aw = A / scale * weights[:, None]
-    return np.linalg.solve(Aw.T @ Aw, Aw.T @ (y * weights)) / scale
+    As = A / scale
+    return np.linalg.solve(_gram(As, weights), As.T @ (y * weights**2)) / scale
+
+
+def _gram(A: Array, weights: Array) -> Array:
+    """``A_w^T A_w`` of the rows of A weighted by ``weights``."""
+    Aw = A * weights[:, None]
+    return Aw.T @ Aw
 
 
 def with_payload(log: Log, start: int, payload: tuple[int, Array]) -> tuple[Log, Log]:

@@ -13,10 +13,18 @@ nominal drive parameters when given) by two numbers:
 * the correlation ``rho_j = <e_j, n_j> / (|e_j| |n_j|)`` (uncentred, so that
   the gravity load, the best-known part of the model, counts).
 
+Without nominal drive parameters, each joint's viscous and Coulomb friction
+(columns ``dq_j`` and ``sign(dq_j)``) is fitted out of both by least squares
+before comparing (:func:`without_friction`), so that friction the model lacks
+(often most of a wrist's torque) is not taken for a wrong unit; the RMS
+values are then of what remains.
+
 Verdicts (thresholds are module constants, with their reasons):
 
 * ``skipped``: the nominal torque carries no information (the joint barely
-  moves and holds no gravity load);
+  moves and holds no gravity load; without drive parameters, also a joint
+  whose rigid-body torque is small beside the drive's own, see
+  :data:`RIGID_BODY_FRACTION`);
 * ``dead``: the logged effort is a small fraction of the nominal one and does
   not follow it (disconnected, logged on another motor, a differential
   drive's other half);
@@ -38,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.calibration.drives import Drives, drive_torques
+from workbench.calibration.drives import TERMS, Drives, drive_torques
 from workbench.calibration.samples import Log
 from workbench.chain import PRISMATIC, Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
@@ -60,9 +68,16 @@ DEAD_FRACTION = 0.05
 channel (noise or offset only). With significant correlation it is a scale (gains up to 20)."""
 
 INFORMATIVE_FRACTION = 1e-3
-"""A joint whose nominal RMS torque is below this fraction of the largest joint's (or zero) is
-skipped: its nominal torque is numerically nothing (no motion, no gravity load) and any ratio
-to it measures noise."""
+"""A joint whose nominal RMS torque is below this fraction of the largest one among joints of
+its kind (revolute: N m, prismatic: N), or zero, is skipped: its nominal torque is numerically
+nothing (no motion, no gravity load) and any ratio to it measures noise."""
+
+RIGID_BODY_FRACTION = 0.01
+"""Without nominal drive parameters, the fraction for :data:`INFORMATIVE_FRACTION`: a joint
+whose rigid-body torque is below 1 % of the largest is dominated by what such a model lacks
+(rotor inertia reflected through the gear, ``r^2 J_rotor``, and friction: the Staubli TX40's
+wrist joints 4 and 5 log 4-6 times their rigid-body torque, at 0.4-0.7 % of joint 2's), and a
+ratio would measure those, not the unit."""
 
 MAX_SAMPLES = 4000
 """At most this many samples (evenly spread over the log) enter the comparison."""
@@ -93,7 +108,11 @@ class EffortFinding:
             f"{self.nominal_rms:.4g} {self.unit}"
         )
         if self.verdict == "skipped":
-            return f"{head}; not compared (the joint barely moves and holds no gravity load)"
+            return (
+                f"{head}; not compared: the nominal torque is too small to tell a unit (little "
+                "motion and gravity load, or, without drive parameters, mostly the rotor inertia "
+                "and friction the nominal model lacks)"
+            )
         numbers = f"ratio logged/nominal {self.ratio:.3g}, correlation {self.correlation:.2f}"
         fix = (
             f"; multiply its [torques] scale by {self.suggested_scale:.3g} "
@@ -123,7 +142,9 @@ def nominal_torques(
 
     Rigid-body inverse dynamics of ``chain`` plus, with ``nominal_drives``
     (drive parameter name -> value, joint side, as in a drive file), the
-    per-joint friction ``fv``, ``fs``, rotor inertia ``Ia`` and offset ``off``.
+    per-joint friction ``fv``, ``fs``, rotor inertia ``Ia`` and offset ``off``,
+    and the coupled motors' ``Iam``, ``fvm``, ``fsm`` through the log's
+    transmission (:mod:`workbench.calibration.drives`).
     """
     if log.dq is None or log.ddq is None:
         raise WorkbenchError(
@@ -134,12 +155,12 @@ def nominal_torques(
     gravity = inverse_dynamics(chain, q, np.zeros_like(dq), np.zeros_like(ddq))
     tau = inverse_dynamics(chain, q, dq, ddq)
     if nominal_drives:
-        drives = Drives(chain.n, ("rotor_inertia", "friction", "offset"), min_speed=log.min_speed)
+        drives = Drives(chain.n, TERMS, log.transmission, log.min_speed)
         unknown = sorted(set(nominal_drives) - set(drives.names))
         if unknown:
             raise WorkbenchError(
-                f"nominal drive parameter(s) {', '.join(unknown)} are not per-joint terms "
-                f"(Ia, fv, fs, off) of {chain.n} joints"
+                f"nominal drive parameter(s) {', '.join(unknown)} are not terms of {chain.n} "
+                "joints (Ia, fv, fs, off) or of the log's coupled motors (Iam, fvm, fsm)"
             )
         x = np.array([nominal_drives.get(name, 0.0) for name in drives.names])
         tau = tau + drive_torques(drives, x, dq, ddq)
@@ -157,15 +178,43 @@ def compare_efforts(
     """One :class:`EffortFinding` per joint of ``chain`` (module docstring)."""
     if log.tau is None:
         raise WorkbenchError(f"{log.source}: no efforts (torques) are logged")
-    rows = sample_rows(log)
-    nominal, _ = nominal_torques(chain, log, nominal_drives, rows)
-    return findings(chain, log.tau[rows], nominal)
+    sampled = log.subset(sample_rows(log))
+    nominal, _ = nominal_torques(chain, sampled, nominal_drives)
+    logged = sampled.tau
+    if nominal_drives is None:
+        logged, nominal = without_friction(logged, sampled), without_friction(nominal, sampled)
+    return findings(chain, logged, nominal, informative_fraction(nominal_drives))
 
 
-def findings(chain: Chain, logged: Array, nominal: Array) -> list[EffortFinding]:
-    """The findings of logged efforts (m, n) against nominal torques (m, n) (module docstring)."""
+def informative_fraction(nominal_drives: dict[str, float] | None) -> float:
+    """:data:`INFORMATIVE_FRACTION` with nominal drive parameters, else
+    :data:`RIGID_BODY_FRACTION`."""
+    return INFORMATIVE_FRACTION if nominal_drives is not None else RIGID_BODY_FRACTION
+
+
+def without_friction(values: Array, log: Log) -> Array:
+    """``values`` (m, n) at the log's samples minus, per joint, their least-squares fit by
+    viscous and Coulomb friction: columns ``dq_j`` and ``sign(dq_j)`` (smooth through rest below
+    the log's ``min_speed``, as in :class:`~workbench.calibration.drives.Drives`)."""
+    drives = Drives(log.q.shape[1], ("friction",), min_speed=log.min_speed)
+    C = drives.columns(log.dq, log.ddq)  # (m, n, 2n): fv_j, fs_j in row j
+    n = values.shape[1]
+    F = np.stack([C[:, np.arange(n), 2 * np.arange(n) + k] for k in (0, 1)], axis=2)  # (m, n, 2)
+    G = np.einsum("mjp,mjq->jpq", F, F) + 1e-12 * np.eye(2)
+    b = np.einsum("mjp,mj->jp", F, values)
+    coefficients = np.linalg.solve(G, b[:, :, None])[:, :, 0]
+    return values - np.einsum("mjp,jp->mj", F, coefficients)
+
+
+def findings(
+    chain: Chain, logged: Array, nominal: Array, fraction: float = INFORMATIVE_FRACTION
+) -> list[EffortFinding]:
+    """The findings of logged efforts (m, n) against nominal torques (m, n) (module docstring);
+    joints whose nominal RMS is below ``fraction`` of the largest of their kind are skipped."""
     ratio, correlation, logged_rms, nominal_rms = ratios(logged, nominal)
-    informative = nominal_rms > INFORMATIVE_FRACTION * nominal_rms.max()
+    prismatic = np.array([k == PRISMATIC for k in chain.joint_kinds])
+    largest = np.array([nominal_rms[prismatic == p].max() for p in prismatic])
+    informative = nominal_rms > fraction * largest
     out = []
     for j, joint in enumerate(chain.joint_names):
         kind = "prismatic" if chain.joint_kinds[j] == PRISMATIC else "revolute"

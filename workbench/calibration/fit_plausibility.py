@@ -55,9 +55,11 @@ from workbench.calibration.effort_units import (
     SIGNIFICANT_CORRELATION,
     EffortFinding,
     findings,
+    informative_fraction,
     nominal_torques,
     ratios,
     sample_rows,
+    without_friction,
 )
 from workbench.calibration.samples import Log
 from workbench.chain import REVOLUTE, Chain
@@ -148,19 +150,18 @@ def diagnose(
     """
     if log.tau is None:
         raise WorkbenchError(f"{log.source}: a torque fit needs logged torques")
-    rows = sample_rows(log)
-    sampled = log.subset(rows)
-    nominal, gravity = nominal_torques(chain, sampled, nominal_drives)
-    logged = sampled.tau
-    found = findings(chain, logged, nominal)
+    sampled = log.subset(sample_rows(log))
+    raw, gravity = nominal_torques(chain, sampled, nominal_drives)
+    general = _general_symptoms(chain, fitted, sampled.tau, raw)
+    logged, nominal, gravity = _comparable(sampled, nominal_drives, sampled.tau, raw, gravity)
+    found = findings(chain, logged, nominal, informative_fraction(nominal_drives))
     duplicates = _duplicates(sampled, chain)
-    general = _general_symptoms(chain, fitted, logged, nominal)
     if duplicates:
         return [Diagnosis("duplicated column", "; ".join(duplicates + general))]
     joints = _joint_symptoms(logged, nominal, gravity, found)
     if not general and not joints:
         return []
-    shape = _shape_cause(chain, sampled, nominal, nominal_drives)
+    shape = _shape_cause(chain, sampled, raw, nominal_drives)
     if shape is not None:
         symptoms = "; ".join(general + list(joints.values()))
         return [replace(shape, evidence=f"{shape.evidence}; symptoms: {symptoms}")]
@@ -201,6 +202,14 @@ def absurd_parameters(nominal: Chain, fitted: Chain) -> list[str]:
                 f"{phi_nominal[i, 0]:.4g} kg)"
             )
     return out
+
+
+def _comparable(log: Log, nominal_drives, *torques: Array) -> list[Array]:
+    """Torques (efforts, nominal ones) at the log's samples as compared: friction fitted out of
+    each when the nominal model has none (:func:`~.effort_units.without_friction`)."""
+    if nominal_drives is not None:
+        return list(torques)
+    return [without_friction(values, log) for values in torques]
 
 
 def _relative_rms(error: Array, reference: Array) -> float:
@@ -292,21 +301,20 @@ def _corrections(chain: Chain) -> list[tuple[str, str, Array, np.ndarray | None]
 
 
 def _shape_cause(chain, log: Log, nominal: Array, nominal_drives) -> Diagnosis | None:
-    """The position or column correction that best explains the efforts' shape, if any."""
-    logged = log.tau
-    before = shape_misfit(logged, nominal)
+    """The position or column correction that best explains the efforts' shape, if any
+    (``nominal``: the nominal torques at the log's samples, as described)."""
+    before = shape_misfit(*_comparable(log, nominal_drives, log.tau, nominal))
     if before < SHAPE_MISFIT:
         return None
     best = None
     for cause, what, position, effort in _corrections(chain):
-        moved = log
+        moved, corrected = log, nominal
         if position is not None:
             moved = replace(log, q=log.q @ position.T, dq=log.dq @ position.T,
                             ddq=log.ddq @ position.T)  # fmt: skip
             corrected, _ = nominal_torques(chain, moved, nominal_drives)
-        else:
-            corrected = nominal
-        efforts = logged if effort is None else logged[:, effort]
+        efforts = log.tau if effort is None else log.tau[:, effort]
+        efforts, corrected = _comparable(moved, nominal_drives, efforts, corrected)
         after = shape_misfit(efforts, corrected)
         if best is None or after < best[0]:
             best = (after, cause, what, position, efforts, corrected)
