@@ -101,6 +101,8 @@ def test_gains_under_realistic_noise(iiwa):
     relative = np.linalg.norm(predicted - expected) / np.linalg.norm(expected)
     assert relative < 0.02, relative
     assert f"{fit.gains[0]:.6g}" in fit.scale_text() and "N m" in fit.scale_text()
+    np.testing.assert_allclose(fit.scaled(logs[0]).tau, logs[0].tau * fit.gains)
+    assert list(fit.summary()["gains"].values()) == fit.gains.tolist()
 
 
 def test_exact_data_give_exact_gains():

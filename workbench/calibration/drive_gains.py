@@ -74,6 +74,23 @@ class DriveGainFit:
     def beta_std(self) -> Array:
         return self.std[self.gains.size :]
 
+    def scaled(self, log: Log) -> Log:
+        """``log`` with its efforts multiplied by the gains: joint torques in N m (N)."""
+        return replace(log, tau=log.tau * self.gains)
+
+    def summary(self) -> dict[str, object]:
+        """JSON-ready gains with standard deviations, by joint, and the fit's statistics."""
+        joints = self.model.chain.joint_names
+        return {
+            "gains": dict(zip(joints, self.gains.tolist(), strict=True)),
+            "gains_std": dict(zip(joints, self.gains_std.tolist(), strict=True)),
+            "base_parameters": dict(zip(self.base.names, self.beta.tolist(), strict=True)),
+            "base_parameters_std": self.beta_std.tolist(),
+            "sigma_per_joint": dict(zip(joints, self.sigma.tolist(), strict=True)),
+            "condition_number": self.condition_number,
+            "rows_fitted": self.rows,
+        }
+
     def scale_text(self) -> str:
         """The ``[torques] scale`` line of a log description with these gains (joint order of
         the model; multiply by the scale the logs were read with, if it was not 1)."""
