@@ -211,3 +211,17 @@ def test_absurd_parameters(iiwa):
     assert iiwa.link_names[3] in found[0] and "moment of inertia" in found[0]
     assert iiwa.link_names[5] in found[1] and "mass" in found[1]
     assert absurd_parameters(iiwa, iiwa) == []
+
+
+def test_implausible_fit_exits_with_code_1(monkeypatch, capsys):
+    """The command line prints an ImplausibleFit as one error line and exits 1 (not 2)."""
+    import workbench.commands.calibrate as command
+    from workbench.cli import main
+
+    def run(args):
+        raise ImplausibleFit("log.toml: implausible fit; likely cause: angle unit: ...")
+
+    monkeypatch.setattr(command, "run", run)
+    argv = ["calibrate", "--model", "planar_2r", "--log", "log.toml", "--kind", "dynamic"]
+    assert main(argv) == 1
+    assert "calibrate: error: log.toml: implausible fit" in capsys.readouterr().err
