@@ -21,6 +21,11 @@ Symptoms (what was compared):
   ratio outside [0.5, 2], a dead or uncorrelated channel;
 * two joints with identical position or effort samples.
 
+Without nominal drive parameters, each joint's viscous and Coulomb friction is
+fitted out of the efforts and the nominal torques before they are compared
+(:func:`workbench.calibration.effort_units.without_friction`); the relative RMS
+above is of the torques as they are.
+
 Causes, tried in this order, each by correcting the log and comparing again:
 
 1. ``duplicated column``: identical samples in two joints' columns;
