@@ -610,12 +610,12 @@ def test_payload_section(tmp_path, planar):
     base = '[positions]\nfile = "q.csv"\ncolumns = ["a", "b"]\n'
     payload = (
         "[model.payload]\nmass = 1.5\ncom = [0.1, 0.0, 0.02]\n"
-        "inertia = [0.01, 0.02, 0.03, 0.0, 0.001, 0.0]\n"
+        "inertia = [0.02, 0.02, 0.03, 0.0, 0.001, 0.0]\n"
     )
     log = read_log(write_description(tmp_path, base + payload), planar)
     link, phi = log.payload
     c = np.array([0.1, 0.0, 0.02])
-    I_com = np.array([[0.01, 0.0, 0.001], [0.0, 0.02, 0.0], [0.001, 0.0, 0.03]])
+    I_com = np.array([[0.02, 0.0, 0.001], [0.0, 0.02, 0.0], [0.001, 0.0, 0.03]])
     I_origin = I_com + 1.5 * (c @ c * np.eye(3) - np.outer(c, c))
     assert link == planar.n - 1 and phi[0] == 1.5
     np.testing.assert_allclose(phi[1:4], 1.5 * c, rtol=0, atol=1e-15)

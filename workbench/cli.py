@@ -3,10 +3,12 @@
 Each subcommand lives in ``workbench/commands/<name>.py`` with a ``HELP``
 line, ``add_arguments(parser)`` and ``run(args) -> int``; this module only
 dispatches. A :class:`~workbench.errors.WorkbenchError` becomes one line on
-stderr and exit code 2; Ctrl-C ends with "interrupted" and exit code 130,
-SIGTERM with "terminated" and 143, both after the clean-up of half-written
-files (:mod:`workbench.io`); a closed pipe (``workbench info iiwa | head``)
-ends quietly with 141, as for other command-line tools.
+stderr and exit code 2 (an :class:`~workbench.errors.ImplausibleFit`, a
+calibration of a log the model contradicts: exit code 1); Ctrl-C ends with
+"interrupted" and exit code 130, SIGTERM with "terminated" and 143, both
+after the clean-up of half-written files (:mod:`workbench.io`); a closed
+pipe (``workbench info iiwa | head``) ends quietly with 141, as for other
+command-line tools.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 import sys
 
 from workbench import __version__
-from workbench.errors import WorkbenchError
+from workbench.errors import ImplausibleFit, WorkbenchError
 from workbench.io import Terminated, raise_on_sigterm
 
 COMMANDS = {
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     except WorkbenchError as exc:
         message = " ".join(str(exc).split())
         print(f"workbench {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, ImplausibleFit) else 2
     except Terminated:
         print(f"workbench {args.command}: terminated", file=sys.stderr)
         return 143

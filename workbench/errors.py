@@ -19,3 +19,9 @@ class WorkbenchWarning(UserWarning):
     The command line prints each as ``workbench COMMAND: warning: ...`` and
     reports list them (``summary.json`` ``warnings``).
     """
+
+
+class ImplausibleFit(WorkbenchError):
+    """A calibration that ran on a log the model contradicts (a mis-described unit, sample
+    period, column, transmission or torque sign): the message names the likely cause and what
+    was compared. The command line prints it and exits with code 1 (not 2: the input parsed)."""

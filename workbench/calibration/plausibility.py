@@ -23,7 +23,12 @@ still be usable) naming the column and the likely cause:
   logged); a joint that never moves: a warning (its parameters cannot be
   identified);
 * a channel that sits exactly at its extreme value for at least 1 % of the
-  samples: a warning (a saturated sensor or clipped values).
+  samples: a warning (a saturated sensor or clipped values);
+* two joints read from the same column of the same file (positions or
+  torques, :func:`check_duplicate_columns`): an error;
+* a known payload whose inertia no rigid body has (a negative principal
+  moment, or one above the sum of the other two: the triangle inequality,
+  :func:`check_payload_inertia`): an error.
 
 Limits that the model does not set (infinite, or zero) are not checked.
 """
@@ -36,8 +41,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from workbench import inertia
 from workbench.calibration.samples import Log
-from workbench.chain import PRISMATIC, Chain
+from workbench.chain import INERTIA_ATOL, INERTIA_RTOL, PRISMATIC, Chain
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
@@ -57,6 +63,13 @@ def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
     ``channels=False`` skips the dead and clipped channel tests, for readers
     that ran them on the raw columns already (log descriptions).
     """
+    check_duplicate_columns(log.columns)
+    if log.payload is not None:
+        mass, _, inertia_com = inertia.com_from_phi(log.payload[1])
+        link = chain.link_names[log.payload[0]]
+        check_payload_inertia(
+            mass, inertia_com, f"{log.source}: [model.payload] inertia (on link '{link}')"
+        )
     where = {name: log.columns.get(name, f"{log.source}: {name}") for name in _names(chain)}
     for j, joint in enumerate(chain.joint_names):
         _check_range(log, chain, j, where[f"q_{joint}"])
@@ -107,6 +120,43 @@ def check_channels(
                     WorkbenchWarning,
                     stacklevel=3,
                 )
+
+
+def check_duplicate_columns(columns: dict[str, str]) -> None:
+    """Refuse two joints read from one column: ``columns`` maps ``q_<joint>`` and
+    ``tau_<joint>`` to where each came from (file and column, as in :attr:`Log.columns`)."""
+    for prefix, what in (("q_", "positions"), ("tau_", "torques")):
+        seen: dict[str, str] = {}
+        for name, where in columns.items():
+            if not name.startswith(prefix):
+                continue
+            joint = name[len(prefix) :]
+            if where in seen:
+                raise WorkbenchError(
+                    f"{where}: the {what} of joints '{seen[where]}' and '{joint}' are the same "
+                    "column; every joint needs its own (a duplicated entry in columns?)"
+                )
+            seen[where] = joint
+
+
+def check_payload_inertia(mass: float, inertia_com: Array, where: str) -> None:
+    """Refuse a payload inertia about its centre of mass (3, 3) that no rigid body has: a
+    negative principal moment, or one above the sum of the other two (tolerances of
+    :func:`workbench.chain.check_inertias`); ``where`` names the file and key."""
+    moments = np.linalg.eigvalsh(np.asarray(inertia_com, dtype=float))  # ascending
+    tolerance = INERTIA_RTOL * abs(moments[-1]) + INERTIA_ATOL
+    listing = ", ".join(f"{m:.4g}" for m in moments)
+    if moments[0] < -tolerance:
+        raise WorkbenchError(
+            f"{where}: the payload's principal moments of inertia ({listing}) kg m^2 about its "
+            "centre of mass include a negative one"
+        )
+    if moments[2] > moments[0] + moments[1] + tolerance:
+        raise WorkbenchError(
+            f"{where}: the payload's principal moments of inertia ({listing}) kg m^2 about its "
+            f"centre of mass break the triangle inequality ({moments[2]:.4g} > {moments[0]:.4g} + "
+            f"{moments[1]:.4g}): no rigid body of mass {mass:.4g} kg has them"
+        )
 
 
 def _names(chain: Chain) -> list[str]:
