@@ -225,3 +225,21 @@ def test_implausible_fit_exits_with_code_1(monkeypatch, capsys):
     argv = ["calibrate", "--model", "planar_2r", "--log", "log.toml", "--kind", "dynamic"]
     assert main(argv) == 1
     assert "calibrate: error: log.toml: implausible fit" in capsys.readouterr().err
+
+
+def test_command_line_exits_1_on_an_implausible_fit(folder, capsys):
+    """workbench calibrate: radians read as degrees exit 1 naming the angle unit, with the
+    results written and the diagnosis among the report's warnings; the correct log exits 0."""
+    import json
+
+    from workbench.cli import main
+
+    wrong = describe(folder, "cli_degrees", positions=POSITIONS.replace('"rad"', '"deg"'))
+    out = folder / "results"
+    argv = ["calibrate", "--model", "planar_2r", "--kind", "dynamic", "--quiet", "--out"]
+    assert main([*argv, str(out), "--log", str(wrong)]) == 1
+    error = capsys.readouterr().err
+    assert "implausible fit; likely cause: angle unit" in error
+    warnings = json.loads((out / "summary.json").read_text())["warnings"]
+    assert any(w.startswith("implausible fit: likely cause: angle unit") for w in warnings)
+    assert main([*argv, str(folder / "right"), "--log", str(describe(folder, "cli_ok"))]) == 0

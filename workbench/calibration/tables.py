@@ -324,7 +324,10 @@ def _read_npz(path: Path) -> tuple[list[str], Array]:
             if not isinstance(data, np.lib.npyio.NpzFile):
                 raise ValueError("not an NPZ archive")
             table = {name: np.asarray(data[name]) for name in data.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, AttributeError) as exc:
+    except (
+        OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, AttributeError,
+        NotImplementedError, RuntimeError,
+    ) as exc:  # fmt: skip
         reason = "not an NPZ archive" if "pickle" in str(exc) else str(exc)
         raise WorkbenchError(f"cannot read NPZ file {path}: {reason}") from None
     if not table:

@@ -104,6 +104,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--inertial", action="store_true", help="twist: also fit inertias")
     parser.add_argument(
+        "--payload-log", metavar="FILE",
+        help="dynamic: a log of the robot carrying a known payload ([model.payload]); drive "
+        "gains (N m per logged unit) are identified with the base parameters from both logs, "
+        "written to DIR/drive_gains.toml, and the efforts are scaled by them before calibrating",
+    )  # fmt: skip
+    parser.add_argument(
         "--physical", action="store_true",
         help="dynamic: physically consistent inertias, non-negative friction and rotor inertia",
     )  # fmt: skip
@@ -139,6 +145,7 @@ def _model(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
     from pathlib import Path
 
     from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
@@ -206,6 +213,12 @@ def run(args: argparse.Namespace) -> int:
         terms = None
         if args.terms is not None:
             terms = tuple(t.strip() for t in args.terms.split(",") if t.strip())
+        gains = None
+        if args.payload_log:
+            gains = _drive_gains(args, chain, log_chain, log, terms, options, large)
+            log = gains.scaled(log)
+            if args.validation_log:
+                validation = gains.scaled(validation)
         settings = Options(
             loss=args.loss, f_scale=args.f_scale, physical=args.physical, inertial=args.inertial,
             terms=terms, nominal_drives=nominal, rotation_weight=args.rotation_weight,
@@ -215,9 +228,20 @@ def run(args: argparse.Namespace) -> int:
             report = calibrate_chunked(chain, log, validation, settings)
         else:
             report = calibrate(chain, args.kind, log, validation, settings)
+        diagnoses = []
+        if not large and spec.requires == ("tau",) and log_chain is chain:
+            from workbench.calibration.fit_plausibility import diagnose
+
+            diagnoses = diagnose(log, chain, report.chain, nominal)
+        if gains is not None:
+            report = replace(
+                report, summary=report.summary | {"drive_gains": gains.summary()},
+                files=report.files | {"drive_gains.toml": gains.scale_text() + "\n"},
+            )  # fmt: skip
     messages = [" ".join(str(w.message).split()) for w in caught if w.category is WorkbenchWarning]
     for message in messages:
         print(f"workbench calibrate: warning: {message}", file=sys.stderr)
+    messages += [f"implausible fit: {d.message}" for d in diagnoses]  # in the report
     with results_directory(args.out) as stage:
         write_report(stage, report, messages)
     held = report.summary["heldout"]
@@ -227,6 +251,13 @@ def run(args: argparse.Namespace) -> int:
         f"{args.kind} calibration of {chain.name}: held-out relative RMS {before:.4g} (nominal) "
         f"-> {after:.4g} (calibrated), {held['scheme']}; results in {Path(args.out)}"
     )
+    if diagnoses:
+        from workbench.calibration.fit_plausibility import implausible_message
+        from workbench.errors import ImplausibleFit
+
+        raise ImplausibleFit(
+            f"{implausible_message(log, diagnoses)} (results written for inspection)"
+        )
     if not after <= before:
         print(
             "workbench calibrate: the calibrated model predicts the held-out samples worse than "
@@ -235,6 +266,29 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _drive_gains(args, chain, log_chain, log, terms, options, large):
+    """Drive gains from the log and the --payload-log (:mod:`workbench.calibration.drive_gains`)."""
+    from workbench.calibration.drive_gains import identify_drive_gains
+    from workbench.calibration.drives import DEFAULT_TERMS, Drives
+    from workbench.calibration.logs import read_log
+    from workbench.errors import WorkbenchError
+
+    if args.kind != "dynamic" or large:
+        raise WorkbenchError(
+            f"--payload-log {args.payload_log}: drive gains are identified with --kind dynamic "
+            "from logs in memory (a table or a log description)"
+        )
+    loaded = read_log(args.payload_log, log_chain, require=("tau",), **options)
+    if loaded.payload is None:
+        raise WorkbenchError(
+            f"--payload-log {args.payload_log}: the log names no known payload; describe it in "
+            "[model.payload] (link, mass, com, inertia)"
+        )
+    terms = terms or log.defaults.terms or DEFAULT_TERMS
+    drives = Drives(chain.n, tuple(terms), log.transmission, log.min_speed)
+    return identify_drive_gains(chain, [log, loaded], drives)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
