@@ -29,6 +29,7 @@ COMMANDS = {
     "sweep": "workbench.commands.sweep",
     "excite": "workbench.commands.excite",
     "export": "workbench.commands.export",
+    "payload": "workbench.commands.payload",
 }
 
 

@@ -100,3 +100,27 @@ def simulate_log(
         joint_names=chain.joint_names, source="<simulated>",
     )  # fmt: skip
     return log, truth
+
+
+def with_payload(chain: Chain, link: int, phi: Array) -> Chain:
+    """``chain`` with a body phi (in link ``link``'s joint frame, project order) fixed to it."""
+    inertias = chain.inertias.copy()
+    inertias[link] += inertia.matrix_from_phi(inertia.moved_phi(phi, chain.joint_frames[link]))
+    return replace(chain, inertias=inertias)
+
+
+def quantized(q: Array, resolution: float, rng: np.random.Generator) -> Array:
+    """Encoder readings of q (N, n): steps of ``resolution`` (rad) from a random zero per joint.
+
+    The encoder's zero sits anywhere within one step of the joint's zero
+    (uniform), so that repeated logs of one trajectory have independent
+    quantisation errors.
+    """
+    zero = rng.uniform(0.0, resolution, size=q.shape[1])
+    return resolution * np.round((q + zero) / resolution) - zero
+
+
+def torque_noise(tau: Array, fraction: float, floor: float, rng: np.random.Generator) -> Array:
+    """Gaussian torque noise (N, n): std ``fraction`` of each joint's torque RMS plus ``floor``."""
+    sigma = fraction * np.sqrt(np.mean(tau**2, axis=0)) + floor
+    return rng.normal(size=tau.shape) * sigma

@@ -1,0 +1,259 @@
+"""A short exciting motion for payload identification: chosen joints move, the others hold still.
+
+The experiment measures every joint's torque while only the ``moving``
+joints follow a periodic Fourier trajectory (:mod:`workbench.excitation.trajectory`,
+at rest and at the hold posture at its start and end) and the other joints
+hold the ``posture``. The information of the payload's ten parameters phi
+(link frame, :mod:`workbench.calibration.payload`) is
+
+    F = sum_k X_k^T X_k,   X_k = Sigma^{-1/2} Y_link(q_k, dq_k, 0 on held joints),
+
+with the rows of *all* joints (a held joint's torque measures the payload's
+wrench too). :class:`PayloadInformation` gives the design of
+:func:`~workbench.excitation.design.design_trajectory` these rows and their
+exact state derivatives over the moving joints only
+(:class:`~workbench.excitation.information.TorqueColumns` of the full robot,
+contracted, then restricted to the moving joints), with the chain of the
+moving joints (the others locked at the posture,
+:func:`workbench.pinocchio_conversion.reduced_model`) for their limits and
+torques. The design maximises ``log det F`` (D-optimality) within position,
+velocity, acceleration and torque limits of the moving joints; the held
+joints' torques (they carry the moving arm) are checked against their
+limits on the design's fine grid afterwards.
+
+The same length and limits give a random trajectory
+(:func:`~workbench.excitation.design.random_parameters`, the design's
+initial guess), reported beside the design with its predicted precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workbench.calibration.drives import Drives
+from workbench.calibration.payload import PHI_NAMES, com_jacobian, link_index, payload_regressor
+from workbench.calibration.torque_model import _FROM_STANDARD, TorqueModel
+from workbench.chain import Chain
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.errors import WorkbenchError
+from workbench.excitation.design import (
+    Design,
+    DesignOptions,
+    Limits,
+    TorqueFunction,
+    design_trajectory,
+    random_parameters,
+)
+from workbench.excitation.information import Information, TorqueColumns, log_det
+from workbench.excitation.trajectory import FourierSpace
+from workbench.lie import Array
+from workbench.pinocchio_conversion import from_pinocchio, reduced_model, to_pinocchio
+
+
+@dataclass(frozen=True, eq=False)
+class HeldJoints:
+    """``robot`` with only the ``moving`` joints (indices) moving, the others at ``posture``."""
+
+    robot: Chain
+    moving: np.ndarray  # (k,) joint indices
+    posture: Array  # (n,)
+    chain: Chain = field(init=False)  # the moving joints, the others locked at the posture
+
+    def __post_init__(self) -> None:
+        names = [self.robot.joint_names[j] for j in self.moving]
+        locked = {
+            name: float(self.posture[j])
+            for j, name in enumerate(self.robot.joint_names)
+            if j not in set(self.moving.tolist())
+        }
+        model, _ = reduced_model(to_pinocchio(self.robot), names, locked, source=self.robot.name)
+        object.__setattr__(self, "chain", from_pinocchio(model, physical=False))
+
+    def full(self, q: Array, dq: Array, ddq: Array) -> tuple[Array, Array, Array]:
+        """States (K, n) of the robot from the moving joints' states (K, k)."""
+        K = q.shape[0]
+        out = [
+            np.tile(self.posture, (K, 1)),
+            np.zeros((K, self.robot.n)),
+            np.zeros((K, self.robot.n)),
+        ]
+        for full, part in zip(out, (q, dq, ddq), strict=True):
+            full[:, self.moving] = part
+        return out[0], out[1], out[2]
+
+
+@dataclass(frozen=True, eq=False)
+class PayloadInformation(Information):
+    """Rows of the payload's phi (project order) over the moving joints' states (module doc)."""
+
+    held: HeldJoints
+    link: int
+    sigma: Array  # (n,) torque noise of every joint (N m)
+
+    def __post_init__(self) -> None:
+        model = TorqueModel(self.held.robot, Drives(self.held.robot.n, ()))
+        select = 10 * self.link + _FROM_STANDARD  # standard columns in phi order
+        object.__setattr__(self, "_columns", TorqueColumns(model, select))
+
+    @property
+    def chain(self) -> Chain:
+        return self.held.chain
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return PHI_NAMES
+
+    @property
+    def nominal(self) -> Array:
+        return np.zeros(10)
+
+    def rows(self, q: Array, dq: Array, ddq: Array) -> Array:
+        full = self.held.full(q, dq, ddq)
+        return payload_regressor(self.held.robot, self.link, *full) / self.sigma[None, :, None]
+
+    def contract(self, q: Array, dq: Array, ddq: Array, G: Array) -> Array:
+        full = self.held.full(q, dq, ddq)
+        out = self._columns.contract(*full, G / self.sigma[None, :, None])
+        return out[:, :, self.held.moving]
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Predicted precision of an experiment: covariance of phi (10, 10) for the stated noise."""
+
+    covariance: Array
+    log_det: float  # of the information F over the samples
+    samples: int
+
+    @property
+    def std(self) -> Array:
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+    def com_std(self, phi: Array) -> Array:
+        """Std (10,) of mass, COM and inertia about the COM for a payload ``phi`` (delta method)."""
+        D = com_jacobian(phi)
+        return np.sqrt(np.clip(np.diag(D @ self.covariance @ D.T), 0.0, None))
+
+
+@dataclass(frozen=True)
+class PayloadExcitation:
+    """The designed motion (all joints, sampled), its design, and a random motion beside it."""
+
+    held: HeldJoints
+    link: str
+    sigma: Array  # (n,)
+    limits: Limits  # of the moving joints
+    design: Design
+    t: Array  # (K,)
+    q: Array  # (K, n)
+    dq: Array
+    ddq: Array
+    tau: Array  # (K, n) nominal torques
+    torque_limit: Array  # (n,)
+    held_torque_ratio: Array  # (n,) max |tau| / limit of every joint on the fine grid
+    prediction: Precision
+    random: Precision
+    random_q: Array  # (K, n) the random motion
+
+
+def precision(information: PayloadInformation, q: Array, dq: Array, ddq: Array) -> Precision:
+    """Covariance ``F^{-1}`` of phi over the samples (K, k) of the moving joints."""
+    X = information.rows(q, dq, ddq).reshape(-1, 10)
+    F = X.T @ X
+    try:
+        covariance = np.linalg.inv(F)
+    except np.linalg.LinAlgError:
+        covariance = np.full((10, 10), np.inf)
+    return Precision(covariance, log_det(F), q.shape[0])
+
+
+def design_payload_excitation(
+    robot: Chain,
+    link: str,
+    moving: Sequence[str],
+    posture: Array,
+    limits: Limits,
+    sigma: Array,
+    *,
+    duration: float = 10.0,
+    harmonics: int = 5,
+    sample_rate: float = 100.0,
+    options: DesignOptions | None = None,
+) -> PayloadExcitation:
+    """The D-optimal motion of the ``moving`` joints for the payload on ``link`` (module doc).
+
+    ``posture`` (n,) is the hold posture (and the start and end of the
+    moving joints), ``limits`` and ``sigma`` (n,) are the robot's; one
+    period of ``duration`` s is sampled at ``sample_rate`` Hz.
+    """
+    options = options or DesignOptions()
+    k = link_index(robot, link)
+    moving_index = joint_indices(robot, moving)
+    posture = np.asarray(posture, dtype=float)
+    if posture.shape != (robot.n,) or not np.all(np.isfinite(posture)):
+        raise WorkbenchError(f"the hold posture must be {robot.n} finite joint values")
+    limits.validate(robot.joint_names)
+    outside = (posture < limits.lower) | (posture > limits.upper)
+    if np.any(outside):
+        j = int(np.argmax(outside))
+        raise WorkbenchError(
+            f"hold posture of joint '{robot.joint_names[j]}' {posture[j]:.4g} rad is outside "
+            f"[{limits.lower[j]:.4g}, {limits.upper[j]:.4g}]"
+        )
+    if not np.any(robot.ancestors[moving_index, k]):
+        raise WorkbenchError(
+            f"none of the moving joints {', '.join(moving)} moves link {link!r}: its "
+            "orientation never changes and its inertia cannot be told apart"
+        )
+    held = HeldJoints(robot, moving_index, posture)
+    information = PayloadInformation(held, k, np.asarray(sigma, dtype=float))
+    m = moving_index
+    sub = Limits(
+        limits.lower[m], limits.upper[m], limits.velocity[m], limits.acceleration[m],
+        limits.torque[m],
+    )  # fmt: skip
+    space = FourierSpace(m.size, duration, harmonics, True, posture[m])
+    torques = TorqueFunction(held.chain)
+    design = design_trajectory(information, space, sub, torques, options)
+    fine = design.collocation * options.fine
+    t_fine = space.collocation_times(fine)
+    tau_fine = inverse_dynamics(robot, *held.full(*design.trajectory.evaluate(t_fine)))
+    ratio = np.max(np.abs(tau_fine), axis=0) / limits.torque
+    if np.any(ratio > 1.0):
+        j = int(np.argmax(ratio))
+        raise WorkbenchError(
+            f"joint '{robot.joint_names[j]}' needs {ratio[j]:.3g} times its torque limit to hold "
+            "the posture during the motion: choose another posture or lower the accelerations"
+        )
+    t, q, dq, ddq = design.trajectory.sampled(sample_rate)
+    theta0 = random_parameters(
+        space, sub, torques, np.random.default_rng(options.seed), options.collocation
+    )
+    _, qr, dqr, ddqr = space.trajectory(theta0).sampled(sample_rate)
+    full = held.full(q, dq, ddq)
+    return PayloadExcitation(
+        held=held, link=link, sigma=information.sigma, limits=sub, design=design, t=t,
+        q=full[0], dq=full[1], ddq=full[2], tau=inverse_dynamics(robot, *full),
+        torque_limit=limits.torque, held_torque_ratio=ratio,
+        prediction=precision(information, q, dq, ddq),
+        random=precision(information, qr, dqr, ddqr), random_q=held.full(qr, dqr, ddqr)[0],
+    )  # fmt: skip
+
+
+def joint_indices(robot: Chain, names: Sequence[str]) -> np.ndarray:
+    """Sorted indices of joints given by name or by number (1-based, "5" or "j5")."""
+    index = {name: j for j, name in enumerate(robot.joint_names)}
+    index |= {f"{prefix}{j + 1}": j for j in range(robot.n) for prefix in ("", "j")}
+    unknown = [name for name in names if name not in index]
+    if unknown or not names:
+        raise WorkbenchError(
+            f"moving joints {', '.join(map(repr, unknown)) or '(none)'}: name joints of model "
+            f"'{robot.name}' ({', '.join(robot.joint_names)}) or number them from 1"
+        )
+    chosen = [index[name] for name in names]
+    if len(set(chosen)) != len(chosen):
+        raise WorkbenchError(f"moving joints {', '.join(names)} name a joint twice")
+    return np.array(sorted(chosen), dtype=np.int64)
