@@ -156,7 +156,7 @@ class PayloadExcitation:
     held_torque_ratio: Array  # (n,) max |tau| / limit of every joint on the fine grid
     prediction: Precision
     random: Precision
-    random_q: Array  # (K, n) the random motion
+    random_states: tuple[Array, Array, Array]  # q, dq, ddq (K, n) of the random motion
 
 
 def precision(information: PayloadInformation, q: Array, dq: Array, ddq: Array) -> Precision:
@@ -239,7 +239,7 @@ def design_payload_excitation(
         q=full[0], dq=full[1], ddq=full[2], tau=inverse_dynamics(robot, *full),
         torque_limit=limits.torque, held_torque_ratio=ratio,
         prediction=precision(information, q, dq, ddq),
-        random=precision(information, qr, dqr, ddqr), random_q=held.full(qr, dqr, ddqr)[0],
+        random=precision(information, qr, dqr, ddqr), random_states=held.full(qr, dqr, ddqr),
     )  # fmt: skip
 
 
