@@ -31,7 +31,7 @@ from workbench.calibration.payload import (
     urdf_snippet,
 )
 from workbench.calibration.samples import Log
-from workbench.calibration.simulate import quantized, torque_noise, with_payload
+from workbench.calibration.simulate import payload_log, with_payload
 from workbench.calibration.tables import read_table, write_table
 from workbench.cli import main
 from workbench.errors import WorkbenchError
@@ -78,15 +78,9 @@ def random_motion(iiwa, held):
     return (t, *held.full(q, dq, ddq))
 
 
-def noisy_log(chain, states, rng, path, phi=PHI, truth=None):
+def noisy_log(chain, states, rng, path):
     """The log of the module docstring, written to ``path`` and read back."""
-    t, q, dq, ddq = states
-    truth = truth or with_payload(chain, 6, phi)
-    tau = wb.inverse_dynamics(truth, q, dq, ddq)
-    tau = tau + torque_noise(tau, 0.005, 0.05, rng)
-    write_log(
-        path, Log(t=t, q=quantized(q, RESOLUTION, rng), tau=tau, joint_names=chain.joint_names)
-    )
+    write_log(path, payload_log(chain, 6, PHI, *states, rng, resolution=RESOLUTION))
     with pytest.warns(wb.WorkbenchWarning, match="is constant"):  # the held joints
         return read_log(path, chain, require=("tau",))
 
