@@ -109,6 +109,20 @@ def test_recovers_mass_and_com_from_ten_seconds(iiwa, random_motion, tmp_path):
     assert np.all(fit.sigma < fit.sigma_robot)
 
 
+def test_payload_in_a_frame_fixed_to_the_link(iiwa, random_motion):
+    """--link flange: mass, COM and inertia about the COM in the flange frame, by hand:
+    c_f = R^T (c - p), I_f = R^T I R for the flange at (R, p) in the link frame."""
+    t, q, dq, ddq = random_motion
+    tau = wb.inverse_dynamics(with_payload(iiwa, 6, PHI), q, dq, ddq)
+    fit = identify_payload(iiwa, Log(t=t, q=q, dq=dq, ddq=ddq, tau=tau), "flange")
+    assert fit.link == "flange"
+    T = np.linalg.inv(iiwa.joint_frames[6]) @ iiwa.placement_of("flange")
+    R, p = T[:3, :3], T[:3, 3]
+    assert np.linalg.norm(p) > 0.01  # the flange is not the link frame
+    expected = inertia.phi_from_com(MASS, R.T @ (COM - p), R.T @ np.diag([4e-3, 5e-3, 3e-3]) @ R)
+    np.testing.assert_allclose(fit.phi, expected, atol=1e-9)
+
+
 def test_predicted_std_matches_a_small_monte_carlo(iiwa, random_motion, tmp_path):
     fits = monte_carlo(iiwa, random_motion, 10, tmp_path)
     errors = np.array([f.phi - PHI for f in fits])

@@ -58,7 +58,7 @@ from xml.etree import ElementTree as ET
 import numpy as np
 from scipy.optimize import least_squares
 
-from workbench import inertia
+from workbench import inertia, lie
 from workbench.calibration import signals
 from workbench.calibration.consistency import DELTA
 from workbench.calibration.drives import Drives
@@ -77,14 +77,18 @@ COM_NAMES = ("mass", "com_x", "com_y", "com_z", "Ixx", "Iyy", "Izz", "Ixy", "Ixz
 COM_UNITS = ("kg", "m", "m", "m", *(["kg m^2"] * 6))
 
 
-def link_index(chain: Chain, link: str) -> int:
-    """Index of the moving link named ``link``; an error lists the links."""
-    if link not in chain.link_names:
+def frame_on_link(chain: Chain, frame: str) -> tuple[int, Array]:
+    """(index of the moving link that carries ``frame``, pose (4, 4) of ``frame`` in that
+    link's joint frame) for a link or a frame fixed to one (a flange, a tool frame)."""
+    if frame in chain.link_names:
+        return chain.link_names.index(frame), np.eye(4)
+    parent = chain.parent_of(frame)  # an unknown name lists the frames
+    if parent < 0:
         raise WorkbenchError(
-            f"link {link!r} is not a moving link of model '{chain.name}'; its links are "
-            f"{', '.join(chain.link_names)}"
+            f"frame {frame!r} is fixed to the base of model '{chain.name}': a payload there "
+            f"never moves; name a moving link ({', '.join(chain.link_names)}) or a frame on one"
         )
-    return chain.link_names.index(link)
+    return parent, lie.inverse(chain.joint_frames[parent]) @ chain.placement_of(frame)
 
 
 def payload_regressor(chain: Chain, link: int, q: Array, dq: Array, ddq: Array) -> Array:
@@ -161,7 +165,7 @@ def payload_equations(
 class PayloadFit:
     """An identified payload: phi in the link's joint frame and what the fit says of it."""
 
-    link: str
+    link: str  # the frame phi is expressed in: the carrying link's, or a frame fixed to it
     phi: Array  # (10,) the consistent estimate
     covariance: Array  # (10, 10) of phi (from the residual variance)
     least_squares: Array  # (10,) the weighted least-squares estimate before the constraint
@@ -240,11 +244,28 @@ def identify_payload(
 ) -> PayloadFit:
     """The payload on ``link`` from the torques of ``log`` (module docstring).
 
-    ``drives`` and ``drive_values`` are the robot's fixed drive terms (e.g.
-    of its ``ROBOT.drives.toml``, :func:`workbench.calibration.drives.read_drive_file`).
+    ``link`` is a moving link or a frame fixed to one (then phi is expressed
+    in that frame, :func:`expressed_in`). ``drives`` and ``drive_values`` are
+    the robot's fixed drive terms (e.g. of its ``ROBOT.drives.toml``,
+    :func:`workbench.calibration.drives.read_drive_file`).
     """
-    k = link_index(chain, link)
-    return fit_payload(payload_equations(chain, log, k, drives, drive_values), link)
+    k, placement = frame_on_link(chain, link)
+    equations = payload_equations(chain, log, k, drives, drive_values)
+    fit = fit_payload(equations, chain.link_names[k])
+    return fit if link == fit.link else expressed_in(fit, link, placement)
+
+
+def expressed_in(fit: PayloadFit, frame: str, placement: Array) -> PayloadFit:
+    """``fit`` in ``frame``, whose pose in the fit's frame is ``placement`` (4, 4).
+
+    ``phi_frame = L(placement^-1) phi`` ([Kwon] eq. 29, linear in phi with
+    :func:`workbench.inertia.motion_matrix`), and so its covariance.
+    """
+    L = inertia.motion_matrix(lie.inverse(placement))
+    return replace(
+        fit, link=frame, phi=L @ fit.phi, covariance=L @ fit.covariance @ L.T,
+        least_squares=L @ fit.least_squares,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- consistency

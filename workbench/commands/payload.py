@@ -13,7 +13,9 @@ the residual variance. Writes DIR/payload.json (mass, COM, inertia about the
 COM with their stds, phi and its covariance), DIR/payload.urdf (a fixed joint
 and link to paste into the robot's URDF), DIR/payload.toml (the
 [model.payload] table of a log description), DIR/summary.json,
-DIR/torques.png and DIR/report.html.
+DIR/torques.png and DIR/report.html. With --link naming a frame fixed to a link
+(a flange), payload.json and payload.urdf are in that frame, payload.toml in
+the link's.
 
 excite: a short periodic motion of the chosen --joints only (the others hold
 --posture; the motion starts and ends there at rest) that maximises log det
@@ -89,8 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="MODEL", help="model name or URDF path")
     parser.add_argument(
-        "--link", metavar="LINK", help="the link carrying the payload (default: the last link)"
-    )
+        "--link", metavar="LINK",
+        help="the link carrying the payload, or a frame fixed to it (e.g. a flange): the "
+        "results are in its frame (default: the last link)",
+    )  # fmt: skip
     parser.add_argument("--out", required=True, metavar="DIR", help="results directory")
 
 
@@ -110,9 +114,9 @@ def _identify(args: argparse.Namespace) -> int:
     from workbench.calibration.drives import read_drive_file, sidecar_path
     from workbench.calibration.logs import logged_joints, read_log
     from workbench.calibration.payload import (
-        PayloadEquations,
+        expressed_in,
         fit_payload,
-        link_index,
+        frame_on_link,
         payload_equations,
         payload_fields,
         payload_table,
@@ -131,7 +135,7 @@ def _identify(args: argparse.Namespace) -> int:
         joints, locked = logged_joints(args.log)
         chain = models.load(args.model, moving=True, joints=joints, locked=locked)
         link = args.link or chain.link_names[-1]
-        k = link_index(chain, link)
+        k, placement = frame_on_link(chain, link)
         drives = values = None
         drive_file = (
             Path(args.drives) if args.drives else sidecar_path(models.urdf_path(args.model))
@@ -146,8 +150,9 @@ def _identify(args: argparse.Namespace) -> int:
             args.log, chain, require=("tau",), drop_bad_rows=args.drop_bad_rows,
             savgol_window=args.savgol_window,
         )  # fmt: skip
-        equations: PayloadEquations = payload_equations(chain, log, k, drives, values)
-        fit = fit_payload(equations, link)
+        equations = payload_equations(chain, log, k, drives, values)
+        fit_link = fit_payload(equations, chain.link_names[k])
+        fit = fit_link if link == fit_link.link else expressed_in(fit_link, link, placement)
     held_still = re.compile(r"\('q_[^']*'\) is constant")  # joints held still: expected here
     messages = [
         " ".join(str(w.message).split())
@@ -157,7 +162,7 @@ def _identify(args: argparse.Namespace) -> int:
     for message in messages:
         print(f"workbench payload: warning: {message}", file=sys.stderr)
     fields = payload_fields(fit)
-    fitted = equations.Y @ fit.phi
+    fitted = equations.Y @ fit_link.phi
     summary = {
         "model": args.model,
         "log": str(args.log),
@@ -196,7 +201,7 @@ def _identify(args: argparse.Namespace) -> int:
     with results_directory(args.out) as stage:
         atomic_write_text(stage / "payload.json", json.dumps(fields, indent=2) + "\n")
         atomic_write_text(stage / "payload.urdf", urdf_snippet(fit.phi, link))
-        atomic_write_text(stage / "payload.toml", payload_table(fit.phi, link))
+        atomic_write_text(stage / "payload.toml", payload_table(fit_link.phi, fit_link.link))
         atomic_write_text(stage / "summary.json", json.dumps(summary, indent=2) + "\n")
         image = plot_payload_torques(
             stage / "torques.png", equations.t, equations.y, fitted, chain.joint_names

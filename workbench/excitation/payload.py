@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workbench.calibration.drives import Drives
-from workbench.calibration.payload import PHI_NAMES, com_jacobian, link_index, payload_regressor
+from workbench.calibration.payload import PHI_NAMES, com_jacobian, frame_on_link, payload_regressor
 from workbench.calibration.torque_model import _FROM_STANDARD, TorqueModel
 from workbench.chain import Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
@@ -185,12 +185,15 @@ def design_payload_excitation(
 ) -> PayloadExcitation:
     """The D-optimal motion of the ``moving`` joints for the payload on ``link`` (module doc).
 
+    ``link`` is a moving link or a frame fixed to one; phi and its predicted
+    covariance are in the link's joint frame (the optimum does not depend on
+    the frame: moving phi to another frame scales det F by a constant).
     ``posture`` (n,) is the hold posture (and the start and end of the
     moving joints), ``limits`` and ``sigma`` (n,) are the robot's; one
     period of ``duration`` s is sampled at ``sample_rate`` Hz.
     """
     options = options or DesignOptions()
-    k = link_index(robot, link)
+    k = frame_on_link(robot, link)[0]
     moving_index = joint_indices(robot, moving)
     posture = np.asarray(posture, dtype=float)
     if posture.shape != (robot.n,) or not np.all(np.isfinite(posture)):
