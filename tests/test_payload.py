@@ -266,6 +266,15 @@ def test_unknown_link_and_missing_torques_are_errors(iiwa, random_motion, tmp_pa
         out = tmp_path / "out"
         code = main(["payload", "identify", "--model", "iiwa", "--out", str(out), *argv])
         assert code == 2 and not out.exists(), message
+    for argv in (
+        ["--joints", "5,9"],
+        ["--joints", "5,6", "--link", "gripper"],
+        ["--joints", "5,6", "--posture", "0,0,0"],
+        ["--joints", "1", "--link", "iiwa_link_0"],
+    ):
+        out = tmp_path / "out"
+        assert main(["payload", "excite", "--model", "iiwa", "--out", str(out), *argv]) == 2
+        assert not out.exists()
 
 
 def test_cli_identify_writes_the_payload_forms(iiwa, random_motion, tmp_path, capsys):
