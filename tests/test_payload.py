@@ -189,6 +189,22 @@ def test_known_payload_and_robot_friction_are_taken_off(iiwa, random_motion):
     assert np.all(without.sigma[4:] > 0.5)
 
 
+def test_slow_rows_of_joints_with_coulomb_friction_are_left_out(iiwa, random_motion):
+    """Coulomb friction is undefined at rest: below the log's min_speed a joint with Coulomb
+    friction gives no equation; joints without it (held still) keep all of theirs."""
+    t, q, dq, ddq = random_motion
+    drives = Drives(iiwa.n)
+    values = {"fs5": 0.8, "fs6": 0.5, "fs7": 0.5, "fv5": 0.3}
+    speed = np.full(iiwa.n, 0.05)
+    smooth = Drives(iiwa.n, min_speed=speed)
+    friction = smooth.columns(dq, ddq) @ np.array([values.get(n, 0.0) for n in drives.names])
+    tau = wb.inverse_dynamics(with_payload(iiwa, 6, PHI), q, dq, ddq) + friction
+    log = Log(t=t, q=q, dq=dq, ddq=ddq, tau=tau, min_speed=speed)
+    fit = identify_payload(iiwa, log, LINK, drives, values)
+    assert fit.rows == 4 * t.size + np.count_nonzero(np.abs(dq[:, 4:]) >= 0.05)
+    np.testing.assert_allclose(fit.phi, PHI, atol=1e-9)
+
+
 def test_urdf_snippet_merges_into_the_link_in_pinocchio(iiwa, tmp_path):
     urdf = wb.models.urdf_path("iiwa").read_text()
     path = tmp_path / "with_payload.urdf"

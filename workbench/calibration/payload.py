@@ -98,13 +98,12 @@ def payload_regressor(chain: Chain, link: int, q: Array, dq: Array, ddq: Array) 
 
 @dataclass(frozen=True)
 class PayloadEquations:
-    """Rows of ``y = Y phi``: times (M,), Y (M, n, 10), y (M, n) = measured - robot torques,
-    the measured torques (M, n) and the rows to fit (M, n)."""
+    """Rows of ``y = Y phi``: times (M,), Y (M, n, 10), y (M, n) = measured - robot torques
+    and the rows to fit (M, n)."""
 
     t: Array
     Y: Array
     y: Array
-    measured: Array
     fit: np.ndarray
 
     def __len__(self) -> int:
@@ -146,24 +145,24 @@ def payload_equations(
         if fixed is not None:
             robot = robot + fixed[0].columns(dq, ddq) @ fixed[1]
         Y = payload_regressor(chain, link, q, dq, ddq)
-        return np.concatenate([Y, (log.tau[s] - robot)[:, :, None], log.tau[s][:, :, None]], 2)
+        return np.concatenate([Y, (log.tau[s] - robot)[:, :, None]], axis=2)
 
     Z = signals.decimate_blocks(rows, len(log), log.decimation)
     keep = slice(log.border, Z.shape[0] - log.border)
     Z = Z[keep]
     dq = log.dq[:: log.decimation][keep]
     fit = np.ones(dq.shape, dtype=bool)
-    if fixed is not None and log.min_speed is not None and "friction" in fixed[0].terms:
-        coulomb = np.array([dict(zip(fixed[0].names, fixed[1], strict=True))
-                            .get(f"fs{j + 1}", 0.0) for j in range(chain.n)])  # fmt: skip
+    if fixed is not None and log.min_speed is not None:
+        named = dict(zip(fixed[0].names, fixed[1], strict=True))
+        coulomb = np.array([named.get(f"fs{j + 1}", 0.0) for j in range(chain.n)])
         fit &= (coulomb == 0.0) | (np.abs(dq) >= log.min_speed)
     t = log.t[:: log.decimation][keep]
-    return PayloadEquations(t, Z[:, :, :10], Z[:, :, 10], Z[:, :, 11], fit)
+    return PayloadEquations(t, Z[:, :, :10], Z[:, :, 10], fit)
 
 
 @dataclass(frozen=True)
 class PayloadFit:
-    """An identified payload: phi in the link's joint frame and what the fit says of it."""
+    """An identified payload: phi in the frame ``link`` and what the fit says of it."""
 
     link: str  # the frame phi is expressed in: the carrying link's, or a frame fixed to it
     phi: Array  # (10,) the consistent estimate
