@@ -65,8 +65,8 @@ def held(iiwa):
 
 
 @pytest.fixture(scope="module")
-def random_motion(iiwa, held):
-    """10 s of a random Fourier motion of joints 5-7 within the limits (the others held)."""
+def random_trajectory(iiwa, held):
+    """A random 10 s Fourier motion of joints 5-7 within the limits."""
     limits = LimitSettings().limits(iiwa)
     m = held.moving
     space = FourierSpace(m.size, 10.0, 5, True, POSTURE[m])
@@ -74,7 +74,13 @@ def random_motion(iiwa, held):
         *(getattr(limits, f)[m] for f in ("lower", "upper", "velocity", "acceleration", "torque"))
     )
     theta = random_parameters(space, sub, TorqueFunction(held.chain), np.random.default_rng(3))
-    t, q, dq, ddq = space.trajectory(theta).sampled(RATE)
+    return space.trajectory(theta)
+
+
+@pytest.fixture(scope="module")
+def random_motion(held, random_trajectory):
+    """t, q, dq, ddq at RATE of the random motion, joints 1-4 held."""
+    t, q, dq, ddq = random_trajectory.sampled(RATE)
     return (t, *held.full(q, dq, ddq))
 
 
@@ -293,9 +299,10 @@ def test_unknown_link_and_missing_torques_are_errors(iiwa, random_motion, tmp_pa
         assert not out.exists()
 
 
-def test_cli_identify_writes_the_payload_forms(iiwa, random_motion, tmp_path, capsys):
-    rng = np.random.default_rng(4)
-    noisy_log(iiwa, random_motion, rng, tmp_path / "log.csv")
+def test_cli_identify_writes_the_payload_forms(iiwa, held, random_trajectory, tmp_path, capsys):
+    """A 1 kHz log: q is differentiated over about 0.1 s (111 samples)."""
+    t, q, dq, ddq = random_trajectory.sampled(1000.0)
+    noisy_log(iiwa, (t, *held.full(q, dq, ddq)), np.random.default_rng(4), tmp_path / "log.csv")
     (tmp_path / "friction.drives.toml").write_text(
         drive_file_text(Drives(iiwa.n), np.zeros(2 * iiwa.n))
     )
@@ -310,6 +317,7 @@ def test_cli_identify_writes_the_payload_forms(iiwa, random_motion, tmp_path, ca
     assert np.linalg.norm(np.array(fields["com_m"]) - COM) < 5e-3
     summary = json.loads((out / "summary.json").read_text())
     assert summary["drive_file"].endswith("friction.drives.toml")
+    assert summary["savgol_window"] == 111 and summary["samples"] == t.size
     for name in ("payload.urdf", "payload.toml", "torques.png", "report.html"):
         assert (out / name).stat().st_size > 0
 

@@ -58,8 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     identify.add_argument("--drop-bad-rows", action="store_true", help="skip (and count) bad rows")
     identify.add_argument(
-        "--savgol-window", type=int, default=11, metavar="N",
-        help="Savitzky-Golay window when a table logs no dq",
+        "--savgol-window", type=int, metavar="N",
+        help="Savitzky-Golay window when a table logs no dq (default: the odd number of "
+        "samples nearest 0.11 s, at least 11)",
     )  # fmt: skip
     identify.add_argument("--quiet", action="store_true", help="no compile message on stderr")
     excite = actions.add_parser(
@@ -110,6 +111,8 @@ def _identify(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    import numpy as np
+
     from workbench import models
     from workbench.calibration.drives import read_drive_file, sidecar_path
     from workbench.calibration.logs import logged_joints, read_log
@@ -146,19 +149,26 @@ def _identify(args: argparse.Namespace) -> int:
             drives, values = read_drive_file(drive_file, chain.n)
         else:
             drive_file = None
-        log = read_log(
-            args.log, chain, require=("tau",), drop_bad_rows=args.drop_bad_rows,
-            savgol_window=args.savgol_window,
-        )  # fmt: skip
+        options = dict(require=("tau",), drop_bad_rows=args.drop_bad_rows)
+        window = args.savgol_window or 11
+        log = read_log(args.log, chain, savgol_window=window, **options)
+        if args.savgol_window is None and log.differentiated:  # about 0.1 s at any rate
+            span = 2 * round(0.055 / float(np.median(np.diff(log.t)))) + 1
+            span = min(span, len(log) - 1 + len(log) % 2)
+            if span > window:
+                window = span
+                log = read_log(args.log, chain, savgol_window=window, **options)
         equations = payload_equations(chain, log, k, drives, values)
         fit_link = fit_payload(equations, chain.link_names[k])
         fit = fit_link if link == fit_link.link else expressed_in(fit_link, link, placement)
     held_still = re.compile(r"\('q_[^']*'\) is constant")  # joints held still: expected here
-    messages = [
-        " ".join(str(w.message).split())
-        for w in caught
-        if w.category is WorkbenchWarning and not held_still.search(str(w.message))
-    ]
+    messages = list(
+        dict.fromkeys(  # once each (a table may be read twice)
+            " ".join(str(w.message).split())
+            for w in caught
+            if w.category is WorkbenchWarning and not held_still.search(str(w.message))
+        )
+    )
     for message in messages:
         print(f"workbench payload: warning: {message}", file=sys.stderr)
     fields = payload_fields(fit)
@@ -169,6 +179,7 @@ def _identify(args: argparse.Namespace) -> int:
         "link": link,
         "drive_file": None if drive_file is None else str(drive_file),
         "samples": len(log),
+        "savgol_window": window if log.differentiated else None,
         "equations": fit.rows,
         "duration_s": float(log.t[-1] - log.t[0]),
         "mass_kg": fields["mass_kg"],
