@@ -41,7 +41,9 @@ HELP = "identify a payload carried by a link, or design its exciting motion"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = parser.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="identify or excite"
+    )
     identify = actions.add_parser(
         "identify", help="identify the payload from a torque log",
         formatter_class=parser.formatter_class,
