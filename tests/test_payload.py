@@ -41,6 +41,8 @@ from workbench.excitation.payload import (
     HeldJoints,
     PayloadInformation,
     design_payload_excitation,
+    hold_posture,
+    information_rank,
     joint_indices,
 )
 from workbench.excitation.problem import LimitSettings
@@ -261,6 +263,25 @@ def test_information_gradient_matches_central_differences(iiwa, held):
             assert gradient[s, k, j] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
 
 
+def test_structural_rank_of_the_payload_parameters(iiwa):
+    """Only joint 7 turning: a rotation about one fixed axis a sees m, h and I a, 7 numbers.
+    Joints 5-7 with the arm straight up: link 7's origin stays on the vertical through the
+    held joints' axes, so gravity on the mass alone turns none of them: 9. Bent: 10."""
+    rank = information_rank(iiwa, 6, joint_indices(iiwa, ["7"]), POSTURE[None])
+    assert rank.tolist() == [7]
+    postures = np.array([np.zeros(7), POSTURE])
+    assert information_rank(iiwa, 6, joint_indices(iiwa, ["5", "6", "7"]), postures).tolist() == [
+        9,
+        10,
+    ]
+    limits = LimitSettings().limits(iiwa)
+    with pytest.raises(WorkbenchError, match="only 9 of the 10"):
+        design_payload_excitation(iiwa, LINK, ["5", "6", "7"], np.zeros(7), limits, np.ones(7))
+    chosen = hold_posture(iiwa, LINK, ["5", "6", "7"], limits, 0.01 * iiwa.effort_limit)
+    assert information_rank(iiwa, 6, joint_indices(iiwa, ["5", "6", "7"]), chosen[None]) == 10
+    assert np.all((chosen >= limits.lower) & (chosen <= limits.upper))
+
+
 def test_held_joints_chain_gives_the_moving_joints_torques(iiwa, held, random_motion):
     _, q, dq, ddq = random_motion
     m = held.moving
@@ -278,6 +299,10 @@ def test_unknown_link_and_missing_torques_are_errors(iiwa, random_motion, tmp_pa
         identify_payload(iiwa, log, "gripper")
     with pytest.raises(WorkbenchError, match=r"log\.csv.*torques"):
         identify_payload(iiwa, Log(t=t, q=q, dq=dq, ddq=ddq, source="log.csv"), LINK)
+    turning = Log(t=t, q=POSTURE + 0 * q, dq=0 * dq, ddq=0 * ddq, tau=np.zeros_like(q))
+    turning.q[:, 6], turning.dq[:, 6], turning.ddq[:, 6] = q[:, 6], dq[:, 6], ddq[:, 6]
+    with pytest.raises(WorkbenchError, match="only 7 of the 10"):
+        identify_payload(iiwa, turning, LINK)
     with pytest.raises(WorkbenchError, match="'j9'"):
         joint_indices(iiwa, ["5", "j9"])
     write_log(tmp_path / "q_only.csv", Log(t=t, q=q, joint_names=iiwa.joint_names))

@@ -71,6 +71,10 @@ from workbench.dynamics.regressor import regressor_columns
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
+# rank of the regressor: columns below ZERO_COLUMN of the largest norm are zero (rounding),
+# the others scaled to unit norm; singular values below RANK_RTOL of the largest are zero
+ZERO_COLUMN = 1e-10
+RANK_RTOL = 1e-8
 PHI_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 # the "COM form" psi of phi, same layout: mass, centre of mass, inertia about the COM
 COM_NAMES = ("mass", "com_x", "com_y", "com_z", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
@@ -202,22 +206,24 @@ def fit_payload(equations: PayloadEquations, link: str) -> PayloadFit:
         raise WorkbenchError(
             f"{y.size} torque equations cannot determine the 10 payload parameters"
         )
-    scale = np.linalg.norm(X, axis=0)
-    if np.any(scale == 0):
-        raise WorkbenchError("the log does not move the payload's link: no torque depends on it")
+    norm = np.linalg.norm(X, axis=0)
+    scale = np.where(norm > ZERO_COLUMN * norm.max(), norm, np.inf)
     Xs = X / scale
+    singular = np.linalg.svd(Xs, compute_uv=False)
+    rank = int(np.sum(singular > RANK_RTOL * singular[0]))
+    if rank < 10:
+        raise WorkbenchError(
+            f"the log determines only {rank} of the 10 payload parameters: move the payload's "
+            "link through more orientations and accelerations (e.g. more joints), or hold the "
+            "other joints in another posture"
+        )
     theta = np.linalg.lstsq(Xs, y, rcond=None)[0]
     counts = np.bincount(joint, minlength=n)
     residual2 = np.bincount(joint, (Xs @ theta - y) ** 2, minlength=n)
     weights = 1.0 / joint_sigma(residual2, counts, 10)[joint]
     Xw = Xs * weights[:, None]
     yw = y * weights
-    theta, _, rank, singular = np.linalg.lstsq(Xw, yw, rcond=None)
-    if rank < 10:
-        raise WorkbenchError(
-            "the log does not determine all 10 payload parameters (rank "
-            f"{rank} of 10): move the payload's link through more orientations and accelerations"
-        )
+    theta, _, _, singular = np.linalg.lstsq(Xw, yw, rcond=None)
     residual = Xw @ theta - yw
     s2 = float(residual @ residual) / max(y.size - 10, 1)
     information = (Xw.T @ Xw) / s2 * np.outer(scale, scale)

@@ -18,7 +18,8 @@ DIR/torques.png and DIR/report.html. With --link naming a frame fixed to a link
 the link's.
 
 excite: a short periodic motion of the chosen --joints only (the others hold
---posture; the motion starts and ends there at rest) that maximises log det
+--posture, by default the D-optimal one of 200 random postures that keeps every link
+above the first joint; the motion starts and ends there at rest) that maximises log det
 of the information of the payload's 10 parameters within position, velocity,
 acceleration and torque limits (IPOPT). Limits, design settings and the
 torque noise come from an optional --problem file (the format of `workbench
@@ -76,8 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     excite.add_argument(
         "--posture", metavar="LIST",
-        help="hold posture, one value per joint (rad or m; default: zero, or the middle of a "
-        "range without zero)",
+        help="hold posture, one value per joint (rad or m; default: the D-optimal one of 200 "
+        "random postures with nothing below the first joint)",
     )  # fmt: skip
     excite.add_argument("--duration", type=float, default=10.0, metavar="S", help="motion length")
     excite.add_argument("--harmonics", type=int, default=5, metavar="L", help="Fourier harmonics")
@@ -241,7 +242,7 @@ def _excite(args: argparse.Namespace) -> int:
     from workbench.calibration.payload import COM_NAMES
     from workbench.calibration.samples import Log
     from workbench.errors import WorkbenchError
-    from workbench.excitation.payload import design_payload_excitation
+    from workbench.excitation.payload import design_payload_excitation, hold_posture
     from workbench.excitation.problem import read_problem
     from workbench.io import atomic_write_text, results_directory
     from workbench.viz import excitation_plots as plots
@@ -258,11 +259,12 @@ def _excite(args: argparse.Namespace) -> int:
     chain = models.load(args.model, moving=True)
     problem = read_problem(args.problem, chain)
     limits = problem.limits.limits(chain, f"{problem.source}: [limits]")
-    posture = np.where((limits.lower <= 0.0) & (limits.upper >= 0.0), 0.0, limits.centre)
-    if args.posture is not None:
-        posture = _floats(args.posture, chain.n, "--posture")
     link = args.link or chain.link_names[-1]
     joints = [j.strip() for j in args.joints.split(",") if j.strip()]
+    if args.posture is not None:
+        posture = _floats(args.posture, chain.n, "--posture")
+    else:
+        posture = hold_posture(chain, link, joints, limits, problem.noise(chain))
     result = design_payload_excitation(
         chain, link, joints, posture, limits, problem.noise(chain), duration=args.duration,
         harmonics=args.harmonics, sample_rate=args.rate, options=problem.design,
@@ -276,6 +278,7 @@ def _excite(args: argparse.Namespace) -> int:
         "link": link,
         "moving_joints": [chain.joint_names[j] for j in result.held.moving],
         "posture": posture.tolist(),
+        "posture_chosen": args.posture is None,
         "duration_s": args.duration,
         "sample_rate_hz": args.rate,
         "samples": int(result.t.size),

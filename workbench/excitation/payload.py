@@ -34,10 +34,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workbench.calibration.drives import Drives
-from workbench.calibration.payload import PHI_NAMES, com_jacobian, frame_on_link, payload_regressor
+from workbench.calibration.payload import (
+    PHI_NAMES,
+    RANK_RTOL,
+    ZERO_COLUMN,
+    com_jacobian,
+    frame_on_link,
+    payload_regressor,
+)
 from workbench.calibration.torque_model import _FROM_STANDARD, TorqueModel
 from workbench.chain import Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.dynamics.kinematics import forward_kinematics, link_motion
 from workbench.errors import WorkbenchError
 from workbench.excitation.design import (
     Design,
@@ -47,7 +55,7 @@ from workbench.excitation.design import (
     design_trajectory,
     random_parameters,
 )
-from workbench.excitation.information import Information, TorqueColumns, log_det
+from workbench.excitation.information import Information, TorqueColumns, log_det, random_states
 from workbench.excitation.trajectory import FourierSpace
 from workbench.lie import Array
 from workbench.pinocchio_conversion import from_pinocchio, reduced_model, to_pinocchio
@@ -211,6 +219,14 @@ def design_payload_excitation(
             f"none of the moving joints {', '.join(moving)} moves link {link!r}: its "
             "orientation never changes and its inertia cannot be told apart"
         )
+    rank = information_rank(robot, k, moving_index, posture[None])[0]
+    if rank < 10:
+        raise WorkbenchError(
+            f"moving joints {', '.join(moving)} from the hold posture determine only {rank} of "
+            f"the 10 parameters of the payload on {link!r}, whatever the motion: move more "
+            "joints, or hold the others where gravity acts on the link's origin through them "
+            "(another posture)"
+        )
     held = HeldJoints(robot, moving_index, posture)
     information = PayloadInformation(held, k, np.asarray(sigma, dtype=float))
     m = moving_index
@@ -244,6 +260,94 @@ def design_payload_excitation(
         prediction=precision(information, q, dq, ddq),
         random=precision(information, qr, dqr, ddqr), random_states=held.full(qr, dqr, ddqr),
     )  # fmt: skip
+
+
+def _random_moving_states(
+    robot: Chain, moving: np.ndarray, samples: int, seed: int
+) -> tuple[Array, Array, Array]:
+    """Random states of the moving joints (the others zero): q uniform in the limits (within
+    +-pi), dq and ddq standard normal (:func:`~workbench.excitation.information.random_states`)."""
+    q, dq, ddq = random_states(robot, samples, seed)
+    still = np.setdiff1d(np.arange(robot.n), moving)
+    for x in (q, dq, ddq):
+        x[:, still] = 0.0
+    return q, dq, ddq
+
+
+def _rows(
+    robot: Chain, link: int, moving: np.ndarray, postures: Array, sigma: Array | None = None
+) -> Array:
+    """Rows (C, S n, 10) of random motions of the moving joints from each posture (C, n)."""
+    q, dq, ddq = _random_moving_states(robot, moving, 100, seed=0)
+    C, S = postures.shape[0], q.shape[0]
+    still = np.setdiff1d(np.arange(robot.n), moving)
+    Q = np.repeat(q[None], C, axis=0)
+    Q[:, :, still] = postures[:, None, still]
+    Y = payload_regressor(robot, link, Q.reshape(C * S, -1), np.tile(dq, (C, 1)),
+                          np.tile(ddq, (C, 1)))  # fmt: skip
+    if sigma is not None:
+        Y = Y / sigma[None, :, None]
+    return Y.reshape(C, S * robot.n, 10)
+
+
+def information_rank(robot: Chain, link: int, moving: np.ndarray, postures: Array) -> np.ndarray:
+    """Structural rank (C,) of the payload's parameters for motions of the ``moving`` joints
+    with the others held at each of ``postures`` (C, n) at random states, as
+    :func:`workbench.calibration.payload.fit_payload` counts it (``ZERO_COLUMN``, ``RANK_RTOL``)."""
+    Y = _rows(robot, link, moving, postures)
+    norm = np.linalg.norm(Y, axis=1, keepdims=True)  # (C, 1, 10)
+    scale = np.where(norm > ZERO_COLUMN * norm.max(axis=2, keepdims=True), norm, np.inf)
+    values = np.linalg.svd(Y / scale, compute_uv=False)
+    return np.sum(values > RANK_RTOL * values[:, :1], axis=1)
+
+
+def hold_posture(
+    robot: Chain,
+    link: str,
+    moving: Sequence[str],
+    limits: Limits,
+    sigma: Array,
+    candidates: int = 200,
+    seed: int = 0,
+) -> Array:
+    """A hold posture (n,) for the payload's experiment, D-optimal among candidates.
+
+    Candidates: zero (or the middle of a range without zero) and ``candidates``
+    random postures of the held joints uniform within ``limits``; the moving
+    joints start at zero (or the middle). Kept: the candidate whose random
+    motions of the moving joints give the largest log det of the payload's
+    information (noise ``sigma``), among those the robot holds at rest within its
+    torque limits and where no link frame and not the tool frame is lower (against
+    gravity) than the lowest link frame at q = 0: nothing hangs below the robot's
+    first joint, as a table-mounted arm needs (no other collision is checked).
+    """
+    k = frame_on_link(robot, link)[0]
+    index = joint_indices(robot, moving)
+    middle = np.where((limits.lower <= 0.0) & (limits.upper >= 0.0), 0.0, limits.centre)
+    rng = np.random.default_rng(seed)
+    postures = np.tile(middle, (candidates + 1, 1))
+    still = np.setdiff1d(np.arange(robot.n), index)
+    postures[1:, still] = rng.uniform(limits.lower[still], limits.upper[still],
+                                      size=(candidates, still.size))  # fmt: skip
+    zero = np.zeros_like(postures)
+    holding = np.abs(inverse_dynamics(robot, postures, zero, zero)) <= limits.torque
+    up = -robot.gravity / np.linalg.norm(robot.gravity)
+    floor = float(np.min(robot.joint_frames[:, :3, 3] @ up))
+    frames = link_motion(robot, postures, zero, zero)[0] @ robot.joint_frames
+    heights = np.concatenate(
+        [frames[:, :, :3, 3] @ up, forward_kinematics(robot, postures)[:, None, :3, 3] @ up],
+        axis=1,
+    )
+    holding &= (heights >= floor - 1e-9).all(axis=1)[:, None]
+    Y = _rows(robot, k, index, postures, np.asarray(sigma, dtype=float))
+    sign, value = np.linalg.slogdet(np.swapaxes(Y, 1, 2) @ Y)
+    value = np.where((sign > 0) & holding.all(axis=1), value, -np.inf)
+    if not np.isfinite(value.max()):
+        raise WorkbenchError(
+            f"no hold posture lets moving joints {', '.join(moving)} determine the 10 "
+            f"parameters of the payload on {link!r}: move more joints"
+        )
+    return postures[int(np.argmax(value))]
 
 
 def joint_indices(robot: Chain, names: Sequence[str]) -> np.ndarray:
