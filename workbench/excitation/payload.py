@@ -294,7 +294,11 @@ def information_rank(robot: Chain, link: int, moving: np.ndarray, postures: Arra
     """Structural rank (C,) of the payload's parameters for motions of the ``moving`` joints
     with the others held at each of ``postures`` (C, n) at random states, as
     :func:`workbench.calibration.payload.fit_payload` counts it (``ZERO_COLUMN``, ``RANK_RTOL``)."""
-    Y = _rows(robot, link, moving, postures)
+    return _rank(_rows(robot, link, moving, postures))
+
+
+def _rank(Y: Array) -> np.ndarray:
+    """Numerical rank (C,) of rows Y (C, m, 10) (module constants of the identification)."""
     norm = np.linalg.norm(Y, axis=1, keepdims=True)  # (C, 1, 10)
     scale = np.where(norm > ZERO_COLUMN * norm.max(axis=2, keepdims=True), norm, np.inf)
     values = np.linalg.svd(Y / scale, compute_uv=False)
@@ -341,7 +345,7 @@ def hold_posture(
     holding &= (heights >= floor - 1e-9).all(axis=1)[:, None]
     Y = _rows(robot, k, index, postures, np.asarray(sigma, dtype=float))
     sign, value = np.linalg.slogdet(np.swapaxes(Y, 1, 2) @ Y)
-    value = np.where((sign > 0) & holding.all(axis=1), value, -np.inf)
+    value = np.where((_rank(Y) == 10) & (sign > 0) & holding.all(axis=1), value, -np.inf)
     if not np.isfinite(value.max()):
         raise WorkbenchError(
             f"no hold posture lets moving joints {', '.join(moving)} determine the 10 "
