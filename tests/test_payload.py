@@ -226,23 +226,37 @@ def test_urdf_snippet_merges_into_the_link_in_pinocchio(iiwa, tmp_path):
     np.testing.assert_allclose(inertia.phi_from_pinocchio(added), PHI, atol=1e-12)
 
 
-def test_payload_table_reads_back_as_a_known_payload(iiwa, random_motion, tmp_path):
-    t, q = random_motion[:2]
-    columns = {f"q{i}": q[:, i] for i in range(iiwa.n)} | {
-        f"tau{i}": np.sin(t + i) for i in range(7)
-    }
+@pytest.mark.parametrize("rate", [RATE, 1000.0])
+def test_log_description_with_the_gripper_as_known_payload(
+    iiwa, held, random_trajectory, tmp_path, rate
+):
+    """The identified payload's [model.payload] table, pasted into a log description, makes
+    it a known payload: what the robot carries on top of it is identified (positions
+    filtered and differentiated by the description's processing; at 1 kHz the torque
+    equations are decimated to 100 Hz)."""
+    _, q, dq, ddq = random_trajectory.sampled(rate)
+    q, dq, ddq = held.full(q, dq, ddq)
+    cup = inertia.phi_from_com(0.5, np.array([0.0, 0.03, 0.12]), np.diag([4e-4, 4e-4, 2e-4]))
+    tau = wb.inverse_dynamics(with_payload(with_payload(iiwa, 6, PHI), 6, cup), q, dq, ddq)
+    columns = {f"q{i}": q[:, i] for i in range(iiwa.n)} | {f"tau{i}": tau[:, i] for i in range(7)}
     write_table(tmp_path / "data.csv", columns)
     names = lambda prefix: ", ".join(f'"{prefix}{i}"' for i in range(iiwa.n))  # noqa: E731
     description = tmp_path / "log.toml"
     description.write_text(
-        f"[time]\nsample_period = {1 / RATE}\n\n"
+        f"[time]\nsample_period = {1 / rate}\n\n"
         f'[positions]\nfile = "data.csv"\ncolumns = [{names("q")}]\n\n'
         f'[torques]\nfile = "data.csv"\ncolumns = [{names("tau")}]\n\n' + payload_table(PHI, LINK)
     )
-    with pytest.warns(wb.WorkbenchWarning):
+    with pytest.warns(wb.WorkbenchWarning):  # the held joints
         log = read_log(description, iiwa, require=("tau",))
     assert log.payload[0] == 6
     np.testing.assert_allclose(log.payload[1], PHI, atol=1e-15)
+    assert log.decimation == round(rate / 100.0)
+    fit = identify_payload(iiwa, log, LINK)
+    assert fit.rows <= iiwa.n * len(log) / log.decimation
+    psi = fit.com_form
+    assert abs(psi[0] - 0.5) < 0.02 * 0.5
+    assert np.linalg.norm(psi[1:4] - [0.0, 0.03, 0.12]) < 5e-3
 
 
 # ------------------------------------------------------------------- excitation
