@@ -191,8 +191,7 @@ class PayloadFit:
     @property
     def com_std(self) -> Array:
         """Standard deviations (10,) of psi by the delta method at the estimate."""
-        D = com_jacobian(self.phi)
-        return np.sqrt(np.clip(np.diag(D @ self.covariance @ D.T), 0.0, None))
+        return com_std(self.phi, self.covariance)
 
 
 def fit_payload(equations: PayloadEquations, link: str) -> PayloadFit:
@@ -353,6 +352,13 @@ def com_jacobian(phi: Array) -> Array:
     D[4:, 1:4] = -_entries(dS).T / m  # dS[a] = d(|h|^2 1 - h h^T) / d h_a
     D[4:, 4:] = np.eye(6)
     return D
+
+
+def com_std(phi: Array, covariance: Array) -> Array:
+    """Standard deviations (10,) of psi = :func:`com_form` of phi with ``covariance`` (10, 10),
+    to first order (delta method: ``D C D^T`` with D = :func:`com_jacobian` at phi)."""
+    D = com_jacobian(phi)
+    return np.sqrt(np.clip(np.diag(D @ covariance @ D.T), 0.0, None))
 
 
 def payload_fields(fit: PayloadFit) -> dict[str, object]:

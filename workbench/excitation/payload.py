@@ -17,9 +17,19 @@ contracted, then restricted to the moving joints), with the chain of the
 moving joints (the others locked at the posture,
 :func:`workbench.pinocchio_conversion.reduced_model`) for their limits and
 torques. The design maximises ``log det F`` (D-optimality) within position,
-velocity, acceleration and torque limits of the moving joints; the held
-joints' torques (they carry the moving arm) are checked against their
-limits on the design's fine grid afterwards.
+velocity, acceleration and torque limits of the moving joints (rigid-body
+torques of the nominal model, no drive terms); the held joints' torques (they
+carry the moving arm) are checked against their limits on the design's fine
+grid afterwards.
+
+Not every choice can succeed: turning one joint shows only ``m``, ``h`` and
+``I a`` of the payload (7 numbers for the axis a), and with the iiwa's arm
+straight up the wrist's motion never separates the mass from ``h``. The
+structural rank of F at random states (:func:`information_rank`, counted as
+the identification counts it) must be 10, else the design is refused naming
+the rank. :func:`hold_posture` picks a default posture: the D-optimal one
+among random candidates that the robot holds within its torque limits with no
+link below its first joint.
 
 The same length and limits give a random trajectory
 (:func:`~workbench.excitation.design.random_parameters`, the design's
@@ -38,7 +48,7 @@ from workbench.calibration.payload import (
     PHI_NAMES,
     RANK_RTOL,
     ZERO_COLUMN,
-    com_jacobian,
+    com_std,
     frame_on_link,
     payload_regressor,
 )
@@ -142,8 +152,7 @@ class Precision:
 
     def com_std(self, phi: Array) -> Array:
         """Std (10,) of mass, COM and inertia about the COM for a payload ``phi`` (delta method)."""
-        D = com_jacobian(phi)
-        return np.sqrt(np.clip(np.diag(D @ self.covariance @ D.T), 0.0, None))
+        return com_std(phi, self.covariance)
 
 
 @dataclass(frozen=True)
@@ -160,7 +169,6 @@ class PayloadExcitation:
     dq: Array
     ddq: Array
     tau: Array  # (K, n) nominal torques
-    torque_limit: Array  # (n,)
     held_torque_ratio: Array  # (n,) max |tau| / limit of every joint on the fine grid
     prediction: Precision
     random: Precision
@@ -256,7 +264,7 @@ def design_payload_excitation(
     return PayloadExcitation(
         held=held, link=link, sigma=information.sigma, limits=sub, design=design, t=t,
         q=full[0], dq=full[1], ddq=full[2], tau=inverse_dynamics(robot, *full),
-        torque_limit=limits.torque, held_torque_ratio=ratio,
+        held_torque_ratio=ratio,
         prediction=precision(information, q, dq, ddq),
         random=precision(information, qr, dqr, ddqr), random_states=held.full(qr, dqr, ddqr),
     )  # fmt: skip
