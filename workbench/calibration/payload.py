@@ -366,8 +366,9 @@ def payload_fields(fit: PayloadFit) -> dict[str, object]:
     psi, std = fit.com_form, fit.com_std
     ixx, iyy, izz, ixy, ixz, iyz = psi[4:]
     return {
-        "link": fit.link,
-        "frame": f"the joint frame of link {fit.link} (its URDF link frame)",
+        "frame": fit.link,
+        "note": f"in the frame of {fit.link} (its URDF link frame); SI units; inertia about "
+        "the centre of mass, axes of that frame; std by the delta method",
         "mass_kg": float(psi[0]),
         "mass_std_kg": float(std[0]),
         "com_m": psi[1:4].tolist(),

@@ -117,6 +117,7 @@ def _identify(args: argparse.Namespace) -> int:
     import numpy as np
 
     from workbench import models
+    from workbench.calibration.consistency import DELTA
     from workbench.calibration.drives import read_drive_file, sidecar_path
     from workbench.calibration.logs import logged_joints, read_log
     from workbench.calibration.payload import (
@@ -195,7 +196,7 @@ def _identify(args: argparse.Namespace) -> int:
         },
         "condition_number": fit.condition_number,
         "consistency_constraint_active": fit.constrained,
-        "consistency": "pseudo-inertia L L^T + 1e-9 1 (Cholesky parametrisation)",
+        "consistency": f"pseudo-inertia L L^T + {DELTA:g} 1 (Cholesky parametrisation)",
         "seconds": time.perf_counter() - clock,
     }
     psi, std = fit.com_form, fit.com_std
