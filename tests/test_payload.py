@@ -417,3 +417,18 @@ def test_cli_excite_writes_a_trajectory_of_the_chosen_joints(iiwa, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["log_det"]["designed"] > summary["log_det"]["random"]
     assert (out / "report.html").stat().st_size > 0
+
+
+def test_real_recording_without_payload_finds_none(tmp_path):
+    """The Staubli TX40 recording (models/staubli_tx40, nothing on the tool) read through its
+    log description, the robot's published drive terms beside its URDF: the payload found on
+    the tool is no mass, within its standard deviation."""
+    out = tmp_path / "tx40"
+    description = wb.models.urdf_path("staubli_tx40").parent / "identification.toml"
+    argv = ["payload", "identify", "--model", "staubli_tx40", "--log", str(description),
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["drive_file"].endswith("tx40.drives.toml")
+    assert abs(summary["mass_kg"]) < 3 * summary["mass_std_kg"]
+    assert summary["mass_std_kg"] < 0.1

@@ -156,7 +156,8 @@ def _identify(args: argparse.Namespace) -> int:
         options = dict(require=("tau",), drop_bad_rows=args.drop_bad_rows)
         window = args.savgol_window or 11
         log = read_log(args.log, chain, savgol_window=window, **options)
-        if args.savgol_window is None and log.differentiated:  # about 0.1 s at any rate
+        table = Path(args.log).suffix.lower() != ".toml"  # a description filters by itself
+        if table and args.savgol_window is None and log.differentiated:  # about 0.1 s
             span = 2 * round(0.055 / float(np.median(np.diff(log.t)))) + 1
             span = min(span, len(log) - 1 + len(log) % 2)
             if span > window:
@@ -183,7 +184,7 @@ def _identify(args: argparse.Namespace) -> int:
         "link": link,
         "drive_file": None if drive_file is None else str(drive_file),
         "samples": len(log),
-        "savgol_window": window if log.differentiated else None,
+        "savgol_window": window if table and log.differentiated else None,
         "equations": fit.rows,
         "duration_s": float(log.t[-1] - log.t[0]),
         "mass_kg": fields["mass_kg"],
