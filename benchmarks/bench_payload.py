@@ -9,11 +9,11 @@ and limits that the design starts from. Each is logged ``--draws`` times at
 ``--rate`` Hz as a robot logs it (``workbench.calibration.simulate.payload_log``:
 19-bit encoders from a random zero, torque noise 0.5 % of each joint's torque
 RMS plus 0.05 N m), written as a table of t, q and tau, read back (dq and ddq by
-Savitzky-Golay over about 0.1 s: ``--savgol-window``, default the odd number of
-samples nearest 0.11 s, 11 at 100 Hz) and identified. Reported per motion: RMS and largest mass
-error, RMS and largest COM error, the Monte Carlo std over the predicted one
-(range over the 10 parameters of phi, and for the mass and the COM), the time
-of one identification; and the design's time.
+Savitzky-Golay over 0.1 s: ``--savgol-window``, default 0.1 s of samples plus
+one, 11 at 100 Hz, as ``workbench payload identify``) and identified. Reported per
+motion: RMS and largest mass error, RMS and largest COM error, the Monte Carlo
+std over the predicted one (range over the 10 parameters of phi, and for the
+mass and the COM), the time of one identification; and the design's time.
 
 Run from the repository root: ``python benchmarks/bench_payload.py [--draws 50] [--rate 100]``.
 """
@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--savgol-window", type=int)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    window = args.savgol_window or 2 * round(0.055 * args.rate) + 1
+    window = args.savgol_window or 2 * round(0.05 * args.rate) + 1
     warnings.simplefilter("ignore", wb.WorkbenchWarning)  # the held joints' constant q
     chain = wb.models.load("iiwa")
     limits = LimitSettings().limits(chain)

@@ -339,7 +339,7 @@ def test_unknown_link_and_missing_torques_are_errors(iiwa, random_motion, tmp_pa
 
 
 def test_cli_identify_writes_the_payload_forms(iiwa, held, random_trajectory, tmp_path, capsys):
-    """A 1 kHz log: q is differentiated over about 0.1 s (111 samples)."""
+    """A 1 kHz log: q is differentiated over 0.1 s (101 samples)."""
     t, q, dq, ddq = random_trajectory.sampled(1000.0)
     noisy_log(iiwa, (t, *held.full(q, dq, ddq)), np.random.default_rng(4), tmp_path / "log.csv")
     (tmp_path / "friction.drives.toml").write_text(
@@ -356,7 +356,7 @@ def test_cli_identify_writes_the_payload_forms(iiwa, held, random_trajectory, tm
     assert np.linalg.norm(np.array(fields["com_m"]) - COM) < 5e-3
     summary = json.loads((out / "summary.json").read_text())
     assert summary["drive_file"].endswith("friction.drives.toml")
-    assert summary["savgol_window"] == 111 and summary["samples"] == t.size
+    assert summary["savgol_window"] == 101 and summary["samples"] == t.size
     for name in ("payload.urdf", "payload.toml", "torques.png", "report.html"):
         assert (out / name).stat().st_size > 0
 

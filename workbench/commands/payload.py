@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     identify.add_argument(
         "--savgol-window", type=int, metavar="N",
         help="Savitzky-Golay window when a table logs no dq (default: the odd number of "
-        "samples nearest 0.11 s, at least 11)",
+        "samples spanning 0.1 s, at least 11)",
     )  # fmt: skip
     identify.add_argument("--quiet", action="store_true", help="no compile message on stderr")
     excite = actions.add_parser(
@@ -158,7 +158,7 @@ def _identify(args: argparse.Namespace) -> int:
         log = read_log(args.log, chain, savgol_window=window, **options)
         table = Path(args.log).suffix.lower() != ".toml"  # a description filters by itself
         if table and args.savgol_window is None and log.differentiated:  # about 0.1 s
-            span = 2 * round(0.055 / float(np.median(np.diff(log.t)))) + 1
+            span = 2 * round(0.05 / float(np.median(np.diff(log.t)))) + 1
             span = min(span, len(log) - 1 + len(log) % 2)
             if span > window:
                 window = span
