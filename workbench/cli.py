@@ -31,6 +31,7 @@ COMMANDS = {
     "sweep": "workbench.commands.sweep",
     "excite": "workbench.commands.excite",
     "export": "workbench.commands.export",
+    "payload": "workbench.commands.payload",
 }
 
 

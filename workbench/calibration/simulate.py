@@ -100,3 +100,54 @@ def simulate_log(
         joint_names=chain.joint_names, source="<simulated>",
     )  # fmt: skip
     return log, truth
+
+
+def with_payload(chain: Chain, link: int, phi: Array) -> Chain:
+    """``chain`` with a body phi (in link ``link``'s joint frame, project order) fixed to it."""
+    inertias = chain.inertias.copy()
+    inertias[link] += inertia.matrix_from_phi(inertia.moved_phi(phi, chain.joint_frames[link]))
+    return replace(chain, inertias=inertias)
+
+
+def quantized(q: Array, resolution: float, rng: np.random.Generator) -> Array:
+    """Encoder readings of q (N, n): steps of ``resolution`` (rad) from a random zero per joint.
+
+    The encoder's zero sits anywhere within one step of the joint's zero
+    (uniform), so that repeated logs of one trajectory have independent
+    quantisation errors.
+    """
+    zero = rng.uniform(0.0, resolution, size=q.shape[1])
+    return resolution * np.round((q + zero) / resolution) - zero
+
+
+def torque_noise(tau: Array, fraction: float, floor: float, rng: np.random.Generator) -> Array:
+    """Gaussian torque noise (N, n): std ``fraction`` of each joint's torque RMS plus ``floor``."""
+    sigma = fraction * np.sqrt(np.mean(tau**2, axis=0)) + floor
+    return rng.normal(size=tau.shape) * sigma
+
+
+def payload_log(
+    chain: Chain,
+    link: int,
+    phi: Array,
+    t: Array,
+    q: Array,
+    dq: Array,
+    ddq: Array,
+    rng: np.random.Generator,
+    *,
+    resolution: float = 2 * np.pi / 2**19,
+    fraction: float = 0.005,
+    floor: float = 0.05,
+) -> Log:
+    """A log of ``chain`` carrying phi on ``link`` along (q, dq, ddq) (N, n) at times t.
+
+    Logged as a robot logs: joint positions from encoders of ``resolution``
+    rad (:func:`quantized`) and torques with Gaussian noise (:func:`torque_noise`,
+    ``fraction`` of each joint's torque RMS plus ``floor`` N m); no dq or ddq
+    (a reader differentiates q).
+    """
+    tau = inverse_dynamics(with_payload(chain, link, phi), q, dq, ddq)
+    tau = tau + torque_noise(tau, fraction, floor, rng)
+    q_logged = quantized(q, resolution, rng)
+    return Log(t=t, q=q_logged, tau=tau, joint_names=chain.joint_names, source="<simulated>")
