@@ -19,3 +19,16 @@ class WorkbenchWarning(UserWarning):
     The command line prints each as ``workbench COMMAND: warning: ...`` and
     reports list them (``summary.json`` ``warnings``).
     """
+
+
+EXCERPT = 40  # characters of a user's file quoted in a message, at most
+
+
+def excerpt(text: object, limit: int = EXCERPT) -> str:
+    """A short, escaped quote of user content for messages: ``repr`` of at most ``limit`` chars.
+
+    Messages never echo a file's content beyond this (a wrong file given as
+    input may hold secrets), and control characters cannot reach the terminal.
+    """
+    text = str(text)
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -95,6 +96,65 @@ def _check_writable_parent(out: Path, option: str, shown: Path | None = None) ->
         raise WorkbenchError(
             f"{option} {shown}: cannot write in {existing}: {exc.strerror or exc}"
         ) from None
+
+
+def check_input_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` as a Path when it names a regular file; else an error saying what it is.
+
+    A missing path is "not found"; a directory, a FIFO, a device or a socket
+    is "not a regular file" (reading a FIFO would block, a device may never end).
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise WorkbenchError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise WorkbenchError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else _special_kind(mode)
+        raise WorkbenchError(f"{what} {path} is {kind}, not a regular file")
+    return path
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _special_kind(mode: int) -> str:
+    return next((name for test, name in _SPECIAL if test(mode)), "a special file")
+
+
+def check_not_input(
+    output: str | os.PathLike,
+    *inputs: str | os.PathLike | None,
+    option: str = "--out",
+    directory: bool = False,
+) -> Path:
+    """Refuse an output path that would replace one of the command's ``inputs``.
+
+    Paths are compared after resolving symbolic links and ``..``. An output
+    file must not be an input (file or folder); an output ``directory``
+    (a results folder, replaced whole) must not be an input nor hold one.
+    ``None`` inputs (options not given) are skipped.
+    """
+    output = Path(output)
+    target = output.resolve()
+    for given in inputs:
+        if given is None:
+            continue
+        source = Path(given).resolve()
+        if source == target or (directory and source.is_relative_to(target)):
+            where = "is" if source == target else "holds"
+            raise WorkbenchError(
+                f"{option} {output} {where} the input {given}; inputs are never overwritten, "
+                "choose another output"
+            )
+    return output
 
 
 MANIFEST_SUFFIX = ".workbench-files"  # beside DIR: .DIR.workbench-files lists DIR's results

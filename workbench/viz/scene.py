@@ -25,6 +25,7 @@ from meshcat.animation import Animation
 from numpy.typing import NDArray
 
 from workbench.errors import WorkbenchError
+from workbench.urdf_check import check_urdf, parse_quietly
 
 Array = NDArray[np.float64]
 
@@ -53,14 +54,16 @@ class Robot:
         import pinocchio as pin
 
         path = Path(path)
-        if not path.is_file():
-            raise WorkbenchError(f"URDF file not found: {path}")
+        check_urdf(path)
         dirs = [str(d) for d in [path.parent, *(package_dirs or [])]]
-        try:
+
+        def parse():
             model = pin.buildModelFromUrdf(str(path))
-            visual = pin.buildGeomFromUrdf(model, str(path), pin.GeometryType.VISUAL, None, dirs)
-        except (RuntimeError, ValueError) as exc:
-            raise WorkbenchError(f"cannot load URDF {path}: {exc}") from exc
+            return model, pin.buildGeomFromUrdf(
+                model, str(path), pin.GeometryType.VISUAL, None, dirs
+            )
+
+        model, visual = parse_quietly(path, parse)
         if locked_prefixes:
             locked = [
                 j for j in range(1, model.njoints) if model.names[j].startswith(locked_prefixes)
