@@ -14,9 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import workbench as wb
+from workbench.cli import main
+from workbench.urdf import with_mesh_inertias, write_urdf
 from workbench.urdf_check import MAX_JOINTS, check_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +40,14 @@ def one_line(done: subprocess.CompletedProcess, code: int = 2) -> str:
     assert done.returncode == code, (done.returncode, done.stderr[-2000:])
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     return lines[0]
+
+
+def fails(capsys, argv: list[str], code: int = 2) -> str:
+    """Run the command line in process; check the exit code and one stderr line; return it."""
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
 
 
 def chain_urdf(n: int, joint: str = "", link: str = "") -> str:
@@ -160,3 +171,61 @@ def test_urdfdom_output_is_captured_and_reported(tmp_path, capfd):
         wb.load_urdf(bad)
     captured = capfd.readouterr()
     assert "limits" not in captured.err + captured.out
+
+
+# ------------------------------------------------------- B. inputs are never outputs
+@pytest.fixture
+def result_folder(tmp_path) -> Path:
+    folder = tmp_path / "r"
+    folder.mkdir()
+    np.savez(folder / "trajectory.npz", t=np.arange(3.0), q=np.zeros((3, 2)))
+    return folder
+
+
+@pytest.mark.parametrize("given", ["r/trajectory.npz", "r"])
+def test_view_html_onto_its_trajectory_is_refused(capsys, result_folder, given):
+    before = (result_folder / "trajectory.npz").read_bytes()
+    argv = ["view", str(result_folder.parent / given), "--model", "planar_2r"]
+    line = fails(capsys, [*argv, "--html", str(result_folder / "trajectory.npz")])
+    assert "--html" in line and "the input" in line and "inputs are never overwritten" in line
+    assert (result_folder / "trajectory.npz").read_bytes() == before
+
+
+def test_results_folder_that_holds_the_problem_file_is_refused(capsys, tmp_path):
+    problem = tmp_path / "problem.toml"
+    problem.write_text((ROOT / "problems" / "fivebar_reach.toml").read_text())
+    line = fails(capsys, ["reach", str(problem), "--out", str(tmp_path), "--quiet"])
+    assert f"--out {tmp_path} holds the input {problem}" in line
+    argv = ["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(tmp_path)]
+    line = fails(capsys, [*argv, str(problem)])
+    assert f"--out {tmp_path} holds the input {problem}" in line
+
+
+def test_simulate_log_keeps_an_existing_recording_unless_forced(capsys, tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text("t,q_joint_1,q_joint_2\n0,0,0\n")
+    argv = ["simulate-log", "planar_2r", "--out", str(log), "--samples", "20"]
+    assert "give --force to overwrite a recording" in fails(capsys, argv)
+    assert log.read_text() == "t,q_joint_1,q_joint_2\n0,0,0\n"
+    assert main([*argv, "--force"]) == 0
+    assert log.read_text().startswith("t,q_joint_1,q_joint_2,")
+
+
+def test_simulate_log_never_writes_its_truth_over_the_model(capsys, tmp_path):
+    model = write_urdf(wb.models.load("planar_2r"), tmp_path / "log.truth.urdf")
+    before = model.read_bytes()
+    argv = ["simulate-log", str(model), "--out", str(tmp_path / "log.csv"), "--force"]
+    assert "the truth file" in fails(capsys, argv) and model.read_bytes() == before
+
+
+def test_mesh_inertias_never_overwrite_their_urdf(tmp_path):
+    urdf = write_urdf(wb.models.load("planar_2r"), tmp_path / "robot.urdf")
+    before = urdf.read_bytes()
+    with pytest.raises(wb.WorkbenchError, match=r"is the input .*robot\.urdf"):
+        with_mesh_inertias(urdf, tmp_path / "." / "robot.urdf", density=1000.0)
+    assert urdf.read_bytes() == before
+
+
+def test_simulate_log_negative_seed(capsys, tmp_path):
+    argv = ["simulate-log", "planar_2r", "--out", str(tmp_path / "log.csv"), "--seed", "-1"]
+    assert "--seed -1: must be 0 or more" in fails(capsys, argv)

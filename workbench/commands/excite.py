@@ -52,11 +52,12 @@ def run(args: argparse.Namespace) -> int:
     from workbench.excitation.experiment import excite
     from workbench.excitation.problem import read_problem
     from workbench.excitation.report import write_results
-    from workbench.io import check_output_directory, results_directory
+    from workbench.io import check_not_input, check_output_directory, results_directory
 
     if args.kind not in KINDS:
         raise WorkbenchError(f"--kind {args.kind!r} is not one of {', '.join(KINDS)}")
     check_output_directory(args.out)
+    check_not_input(args.out, args.problem, directory=True)
     if args.problem is not None and not Path(args.problem).is_file():
         raise WorkbenchError(f"problem file not found: {args.problem}")
     chain = models.load(args.model)
