@@ -229,3 +229,56 @@ def test_mesh_inertias_never_overwrite_their_urdf(tmp_path):
 def test_simulate_log_negative_seed(capsys, tmp_path):
     argv = ["simulate-log", "planar_2r", "--out", str(tmp_path / "log.csv"), "--seed", "-1"]
     assert "--seed -1: must be 0 or more" in fails(capsys, argv)
+
+
+# ------------------------------------------------------------------- C. interrupts
+def _signalled(argv: list[str], ready: str, signal_name: str, delay: float) -> tuple[int, str]:
+    """Start ``workbench ARGV``, wait (bounded) for a stdout line starting with ``ready``, send
+    the signal after ``delay`` s; the exit code and stderr. The process never outlives the test."""
+    import selectors
+    import signal
+    import time
+
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli", *argv], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + 180
+        line = ""
+        while not line.startswith(ready):
+            assert selector.select(timeout=deadline - time.monotonic()), "no sign of the start"
+            line = proc.stdout.readline()
+            assert line, f"ended before '{ready}': {proc.stderr.read()[-2000:]}"
+        time.sleep(delay)
+        proc.send_signal(getattr(signal, signal_name))
+        _, err = proc.communicate(timeout=120)
+        return proc.returncode, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+SIGNAL_ENDS = [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")]
+
+
+@pytest.mark.parametrize(("signal_name", "code", "word"), SIGNAL_ENDS)
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_reach_ends_with_the_signal_code(tmp_path, signal_name, code, word, delay):
+    """Inside a callback or in IPOPT's own check, IPOPT reports the interrupt as an exception it
+    caught ("NonIpopt_Exception_Thrown"); the command ends as interrupted, not "failed"."""
+    out = tmp_path / "out"
+    returncode, err = _signalled(["reach", "--out", str(out)], "iter", signal_name, delay)
+    assert returncode == code, err[-2000:]
+    assert err.strip().splitlines()[-1] == f"workbench reach: {word}" and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob(".*.staging"))
+
+
+@pytest.mark.parametrize(("signal_name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_live_view_ends_with_the_signal_code(tmp_path, signal_name, code):
+    np.savez(tmp_path / "traj.npz", t=np.arange(3.0), q=np.zeros((3, 2)))
+    argv = ["view", str(tmp_path / "traj.npz"), "--model", "planar_2r"]
+    returncode, err = _signalled(argv, "meshcat viewer at", signal_name, 0.0)
+    assert returncode == code and len(err.strip().splitlines()) == 1, err

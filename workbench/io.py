@@ -164,13 +164,44 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that clean-up code runs as for Ctrl-C."""
 
 
+_received: list[type[KeyboardInterrupt]] = []  # the interrupts the handlers below raised
+
+
 def _raise_terminated(signum, frame) -> None:
+    _received.append(Terminated)
     raise Terminated()
 
 
+def _raise_interrupted(signum, frame) -> None:
+    _received.append(KeyboardInterrupt)
+    raise KeyboardInterrupt()
+
+
 def raise_on_sigterm() -> None:
-    """Make SIGTERM raise :class:`Terminated` in the main thread (the command line does this)."""
+    """Make SIGTERM raise :class:`Terminated` and Ctrl-C KeyboardInterrupt in the main thread,
+    remembering each (:func:`reraise_interrupt`); the command line does this."""
     signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGINT, _raise_interrupted)
+
+
+def interrupts_received() -> int:
+    """How many SIGTERM and Ctrl-C the handlers of :func:`raise_on_sigterm` have raised."""
+    return len(_received)
+
+
+def reraise_interrupt(since: int, swallowed: bool = False) -> None:
+    """Raise again an interrupt that a library caught (IPOPT catches exceptions in callbacks).
+
+    ``since`` is :func:`interrupts_received` before the library call: a later
+    SIGTERM raises :class:`Terminated`, a later Ctrl-C KeyboardInterrupt. With
+    ``swallowed`` (the library reports an exception it caught that was no
+    error of ours) KeyboardInterrupt is raised even when no handler of this
+    module saw the signal (Python's own Ctrl-C handler, outside the command line).
+    """
+    if len(_received) > since:
+        raise _received[-1]()
+    if swallowed:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

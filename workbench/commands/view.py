@@ -54,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
     vis = viewer.serve(shown.robot, shown.t, shown.q, zmq_url=args.zmq_url, tool_frame=args.tool)
     try:
         print(f"meshcat viewer at {vis.url()} (Ctrl-C to stop)", flush=True)
-        while True:
+        while True:  # until Ctrl-C (exit 130) or SIGTERM (143)
             time.sleep(1.0)
-    except KeyboardInterrupt:
-        return 0
     finally:
         viewer.close(vis)

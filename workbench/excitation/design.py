@@ -53,6 +53,7 @@ from workbench.excitation.information import (
     log_det,
 )
 from workbench.excitation.trajectory import FourierSpace, FourierTrajectory, margin_factor
+from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
 
 QUANTITIES = ("position", "velocity", "acceleration", "torque")
@@ -511,7 +512,9 @@ def _solve(information, space, limits, torques, options, points, theta0):
         "ipopt.print_timing_statistics": "yes" if options.verbose else "no",
     }
     solver = ca.nlpsol("excitation", "ipopt", nlp, opts)
+    seen = interrupts_received()
     result = solver(x0=theta0, lbg=lbg, ubg=ubg)
+    reraise_interrupt(seen)  # IPOPT caught a Ctrl-C or SIGTERM in a callback
     stats = solver.stats()
     theta = np.asarray(result["x"], dtype=float).ravel()
     return (

@@ -19,6 +19,8 @@ from workbench.lie import Array
 
 SOLVED = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 INFEASIBLE = ("Infeasible_Problem_Detected", "Restoration_Failed", "Error_In_Step_Computation")
+# what IPOPT reports when a callback raised (Ctrl-C and SIGTERM inside a callback end so)
+INTERRUPTED = ("NonIpopt_Exception_Thrown", "User_Requested_Stop")
 
 
 class Constraints:
