@@ -19,6 +19,7 @@ import pytest
 
 import workbench as wb
 from workbench.cli import main
+from workbench.config import read_toml
 from workbench.urdf import with_mesh_inertias, write_urdf
 from workbench.urdf_check import MAX_JOINTS, check_urdf
 
@@ -282,3 +283,64 @@ def test_live_view_ends_with_the_signal_code(tmp_path, signal_name, code):
     argv = ["view", str(tmp_path / "traj.npz"), "--model", "planar_2r"]
     returncode, err = _signalled(argv, "meshcat viewer at", signal_name, 0.0)
     assert returncode == code and len(err.strip().splitlines()) == 1, err
+
+
+# ------------------------------------------------- D. one line instead of a traceback
+@pytest.fixture(scope="module")
+def p2r_log(tmp_path_factory) -> Path:
+    """A simulated planar_2r dynamic log (500 samples, 0.01 N m noise)."""
+    log = tmp_path_factory.mktemp("p2r") / "p2r.csv"
+    argv = ["simulate-log", "planar_2r", "--kind", "dynamic", "--out", str(log)]
+    assert main([*argv, "--samples", "500", "--noise", "0.01"]) == 0
+    return log
+
+
+def test_one_corrupted_torque_is_named(capsys, tmp_path, p2r_log):
+    rows = [line.split(",") for line in p2r_log.read_text().splitlines()]
+    rows[11][rows[0].index("tau_joint_2")] = "1e300"  # sample 10
+    log = tmp_path / "big.csv"
+    log.write_text("".join(",".join(row) + "\n" for row in rows))
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(log), "--kind", "dynamic"]
+    line = fails(capsys, [*argv, "--out", str(tmp_path / "out"), "--quiet"])
+    assert "('tau_joint_2'): 1e+300 N m at sample 10 (t = 0.1 s)" in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_deeply_nested_toml_is_an_error_naming_the_file(tmp_path):
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(wb.WorkbenchError, match=r"deep\.toml: arrays or inline tables nested"):
+        read_toml(deep, "problem file")
+
+
+@pytest.mark.parametrize("block", [0, 1, 2])
+def test_with_eta_refuses_complex_and_non_finite_twists(block):
+    chain = wb.models.load("planar_2r")
+    eta = np.zeros(6 * (chain.n + 1), dtype=complex)
+    eta[6 * block + 3] = 1j
+    with pytest.raises(wb.WorkbenchError, match="eta is complex"):
+        chain.with_eta(eta)
+    eta = np.zeros(6 * (chain.n + 1))
+    eta[6 * block : 6 * block + 6] = 1e300  # finite, but exp() of it is not
+    name = "the tool frame" if block == chain.n else f"joint '{chain.joint_names[block]}'"
+    with pytest.raises(wb.WorkbenchError, match=f"moves {name} to non-finite values"):
+        chain.with_eta(eta)
+    assert np.isfinite(chain.with_eta(1e-3 * np.ones(6 * (chain.n + 1))).twists).all()
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason="calibration/tables.py _read_npz: "
+                   "np.load of a .npy "
+                   "returns an ndarray, used as a context manager (TypeError)")  # fmt: skip
+def test_npy_renamed_npz_is_one_line(capsys, tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((5, 3)))
+    (tmp_path / "x.npy").rename(tmp_path / "x.npz")
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(tmp_path / "x.npz")]
+    assert "not an NPZ archive" in fails(capsys, [*argv, "--kind", "dynamic", "--quiet",
+                                                  "--out", str(tmp_path / "out")])  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="models.load: _is_path(None) calls None.endswith")  # fmt: skip
+def test_load_none_is_a_workbench_error():
+    with pytest.raises(wb.WorkbenchError, match="model must be a model name or a URDF path"):
+        wb.models.load(None)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import WorkbenchError
+from workbench.io import check_input_file
 from workbench.lie import Array
 
 _MISSING = object()
@@ -32,6 +33,7 @@ def read_toml(path: str | os.PathLike, what: str = "file") -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         raise WorkbenchError(f"{what} {path} is a directory, not a TOML file")
+    check_input_file(path, what)  # a FIFO or a device: not a regular file
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
@@ -45,6 +47,8 @@ def read_toml(path: str | os.PathLike, what: str = "file") -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise WorkbenchError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise WorkbenchError(f"{path}: arrays or inline tables nested too deeply to read") from None
 
 
 class Section:
