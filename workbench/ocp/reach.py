@@ -52,6 +52,7 @@ from workbench.closed_chains.task_space import (
     task,
     task_distance,
 )
+from workbench.config import check_memory
 from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.io import interrupts_received, reraise_interrupt
@@ -61,6 +62,9 @@ from workbench.ocp.nlp import INTERRUPTED, Constraints, ipopt_options, status, v
 from workbench.ocp.problem import ReachProblem, ReachResult
 from workbench.warm_up import warm_up
 
+# memory per knot and squared state size (3 n), measured on the five-bar (about 650 bytes at
+# 100 to 1600 knots), rounded up
+KNOT_BYTES = 1024
 COARSE = 0.05  # transcription error, as a fraction of the tool's travel, that makes a warning
 
 
@@ -198,6 +202,11 @@ def solve(
 
     model = load(problem.model) if model is None else model
     K = problem.knots
+    per_knot = KNOT_BYTES * (3 * model.n) ** 2
+    check_memory(
+        f"{problem.source}: [transcription] knots = {K}", K * per_knot,
+        f"{per_knot / 2**10:.0f} KiB per knot for {model.n} tree joints",
+    )  # fmt: skip
     t = np.linspace(0.0, problem.duration, K)
     start, goal = task_targets(problem, model)
     try:
