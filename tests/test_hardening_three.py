@@ -490,3 +490,29 @@ def test_a_thousand_joints_load_in_well_under_a_gigabyte(tmp_path):
     assert "long: 1000 joints" in done.stdout
     peak = int(done.stderr.split("maxrss_kib")[-1])
     assert peak < 500 * 1024, f"{peak / 1024:.0f} MiB"  # about 120 MiB measured
+
+
+# ------------------------------------------------------------- G. only true claims
+def test_a_task_that_ran_over_its_time_is_a_timeout_row_even_when_it_finished(tmp_path):
+    """Tasks that end between two checks for overdue ones keep the sweep file's promise."""
+    from workbench.sweep import Sweep
+    from workbench.sweep.runner import _retry_worthy, _Run
+
+    reach = ROOT / "problems" / "fivebar_reach.toml"
+    text = f'[sweep]\nproblem = "{reach}"\ntask_timeout_s = 0.5\n[goal]\nlist = [[0, 0, 1]]\n'
+    (tmp_path / "sweep.toml").write_text(text)
+    sweep = Sweep.from_toml(tmp_path / "sweep.toml")
+    run = _Run(sweep, tmp_path / "out", "rescue", None)
+    task = sweep.tasks[0]
+    row = {"status": "solved", "message": "Solve_Succeeded", "task_time_s": 0.9,
+           "warm_start_from": "0003"}  # fmt: skip
+    late = run._in_time(task, {"id": task.id, "row": row, "arrays": {"t": np.zeros(2)}})
+    assert late["row"]["status"] == "timeout" and late["arrays"] is None
+    assert late["row"]["message"] == (
+        "timeout: the task ran 0.9 s, longer than task_timeout_s = 0.5 s"
+    )
+    assert late["row"]["task_time_s"] == 0.9
+    in_time = {"id": task.id, "row": dict(row, task_time_s=0.4), "arrays": None}
+    assert run._in_time(task, in_time) is in_time
+    assert _retry_worthy(dict(late["row"], warm_start_from="0003"))  # warm: again from the guess
+    assert not _retry_worthy(late["row"])

@@ -5,7 +5,7 @@ and what to vary in it; paths are relative to the sweep file::
     [sweep]
     problem = "fivebar_reach.toml"  # the base problem
     warm_start = "rescue"           # or "neighbours", "none" (below)
-    task_timeout_s = 600            # a task running longer is stopped: a row "error" (0: no limit)
+    task_timeout_s = 600            # a task running longer is stopped: a "timeout" row (0: none)
 
     [set]                           # keys of the base problem changed for every task
     "transcription.knots" = 40
