@@ -516,3 +516,58 @@ def test_a_task_that_ran_over_its_time_is_a_timeout_row_even_when_it_finished(tm
     assert run._in_time(task, in_time) is in_time
     assert _retry_worthy(dict(late["row"], warm_start_from="0003"))  # warm: again from the guess
     assert not _retry_worthy(late["row"])
+
+
+@pytest.mark.parametrize(
+    ("kind", "file", "message"),
+    [
+        ("kinematic", "excite_dynamic.toml", "is a dynamic or twist problem file (it has "
+         "[trajectory], [model]); --kind kinematic reads [postures]"),
+        ("dynamic", "excite_kinematic.toml", "is a kinematic problem file (it has [postures]); "
+         "--kind dynamic reads [trajectory]"),
+    ],
+)  # fmt: skip
+def test_excite_refuses_a_problem_file_of_the_other_kind(capsys, tmp_path, kind, file, message):
+    argv = ["excite", "--model", "planar_2r", "--kind", kind, "--out", str(tmp_path / "out")]
+    line = fails(capsys, [*argv, str(ROOT / "problems" / file)])
+    assert message in line and not (tmp_path / "out").exists()
+
+
+def _printed_numbers(text: str, label: str) -> list[float]:
+    """The four numbers after ``label``: log det A -> B, condition number C -> D."""
+    import re
+
+    part = text.split(label, 1)[1]
+    match = re.search(r"log det (\S+) -> (\S+), condition number (\S+) -> (\S+?)[ ,]", part)
+    return [float(v) for v in match.groups()]
+
+
+def test_excite_says_its_numbers_and_warns_at_the_iteration_limit(capsys, tmp_path):
+    import json
+
+    problem = _problem_with(tmp_path, "excite_dynamic.toml", max_iterations="3")
+    out = tmp_path / "out"
+    argv = ["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(out)]
+    assert main([*argv, str(problem)]) == 1
+    captured = capsys.readouterr()
+    warning = captured.err.strip().splitlines()
+    assert len(warning) == 1 and warning[0].startswith("workbench excite: warning: IPOPT stopped")
+    assert "Maximum_Iterations_Exceeded after 3 iterations" in warning[0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["warnings"] == [warning[0].split("warning: ", 1)[1]]
+    for label, entry in (("criterion", "criterion"), ("written trajectory", "prediction")):
+        values = summary[entry]
+        expected = [values["initial_log_det"], values["log_det"],
+                    values["initial_condition_number"], values["condition_number"]]  # fmt: skip
+        printed = _printed_numbers(captured.out, label)
+        np.testing.assert_allclose(printed, expected, rtol=5e-4)  # printed with 4 digits
+    parameters = summary["parameters"]
+    zero = sum(p["nominal"] == 0 for p in parameters)
+    assert 0 < zero < len(parameters)  # friction terms start at 0
+    assert f"{zero} of {len(parameters)} parameters have nominal 0: no relative std" in captured.out
+    notes = [p.get("relative_std_note") for p in parameters]
+    assert notes.count("nominal value 0: relative std undefined; predicted_std is absolute") == zero
+    assert all(
+        (p["predicted_relative_std_percent"] is None) == ("relative_std_note" in p)
+        for p in summary["parameters"]
+    )

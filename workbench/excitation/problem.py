@@ -133,12 +133,25 @@ class ExcitationProblem:
         return 0.01 * effort
 
 
-def read_problem(path: str | os.PathLike | None, chain: Chain) -> ExcitationProblem:
-    """Read and check a problem file for ``chain`` (None: the defaults)."""
+# sections that only one kind of experiment reads: a file with them is of that kind
+KIND_SECTIONS = {"kinematic": ("postures",), "dynamic or twist": ("trajectory", "model")}
+
+
+def read_problem(
+    path: str | os.PathLike | None, chain: Chain, kind: str | None = None
+) -> ExcitationProblem:
+    """Read and check a problem file for ``chain`` (None: the defaults).
+
+    With ``kind`` ("dynamic", "twist" or "kinematic"), a file written for the
+    other kind of experiment (one with sections only that kind reads,
+    :data:`KIND_SECTIONS`) is refused, naming its kind.
+    """
     if path is None:
         return ExcitationProblem()
     path = Path(path)
     top = Section(read_toml(path, "problem file"), str(path))
+    if kind is not None:
+        _check_kind(top, kind)
     n = chain.n
 
     def per_joint(section: Section, key: str, default, positive: bool = False):
@@ -254,3 +267,19 @@ def _check_sizes(s: Section, trajectory: TrajectorySettings, n: int) -> None:
         samples * SAMPLE_BYTES * n,
         f"{samples:.3g} written samples, {SAMPLE_BYTES * n / 2**10:.0f} KiB each",
     )
+
+
+def _check_kind(top: Section, kind: str) -> None:
+    """Refuse a problem file whose sections belong to another kind of experiment."""
+    for file_kind, sections in KIND_SECTIONS.items():
+        found = [f"[{name}]" for name in sections if name in top]
+        if found and kind not in file_kind.split(" or "):
+            reads = (
+                "[postures], [limits], [design] seed"
+                if kind == "kinematic"
+                else ("[trajectory], [model], [limits], [design]")
+            )
+            raise WorkbenchError(
+                f"{top.source} is a {file_kind} problem file (it has {', '.join(found)}); "
+                f"--kind {kind} reads {reads}"
+            )
