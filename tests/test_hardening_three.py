@@ -571,3 +571,17 @@ def test_excite_says_its_numbers_and_warns_at_the_iteration_limit(capsys, tmp_pa
         (p["predicted_relative_std_percent"] is None) == ("relative_std_note" in p)
         for p in summary["parameters"]
     )
+
+
+def test_pinocchio_data_beyond_memory_is_refused_before_allocation(tmp_path):
+    from workbench.pinocchio_conversion import load_urdf_model
+    from workbench.placements import create_data
+
+    urdf = tmp_path / "long.urdf"
+    urdf.write_text(chain_urdf(600))  # Data would be 64 * 600^3 bytes = 13.8 GB
+    model = load_urdf_model(urdf)
+    with pytest.raises(wb.WorkbenchError, match=r"long \(600 joint velocities\) needs about 12.9 "
+                       "GiB of memory"):  # fmt: skip
+        create_data(model, "long")
+    small = load_urdf_model(write_urdf(wb.models.load("planar_2r"), tmp_path / "p.urdf"))
+    assert len(create_data(small).oMi) == small.njoints

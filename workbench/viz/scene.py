@@ -25,6 +25,7 @@ from meshcat.animation import Animation
 from numpy.typing import NDArray
 
 from workbench.errors import WorkbenchError
+from workbench.placements import create_data
 from workbench.urdf_check import check_urdf, parse_quietly
 
 Array = NDArray[np.float64]
@@ -93,7 +94,7 @@ class Robot:
         import pinocchio as pin
 
         fid = self.model.getFrameId(self.tool_frame(frame))
-        data = self.model.createData()
+        data = create_data(self.model, str(self.urdf_path))
         out = np.empty((len(q), 3))
         for k, qk in enumerate(q):
             pin.framesForwardKinematics(self.model, data, qk)
@@ -104,7 +105,7 @@ class Robot:
         """Per sample of q (K, nq): meshcat node name -> 4x4 placement (mesh scale applied)."""
         import pinocchio as pin
 
-        data = self.model.createData()
+        data = create_data(self.model, str(self.urdf_path))
         geometry_data = self.visual_model.createData()
         frames = []
         for qk in q:
