@@ -585,3 +585,15 @@ def test_pinocchio_data_beyond_memory_is_refused_before_allocation(tmp_path):
         create_data(model, "long")
     small = load_urdf_model(write_urdf(wb.models.load("planar_2r"), tmp_path / "p.urdf"))
     assert len(create_data(small).oMi) == small.njoints
+
+
+def test_a_fifo_as_mesh_or_candidate_postures_file(tmp_path):
+    from workbench.excitation.postures import read_postures
+    from workbench.mesh import mesh_file_properties
+
+    pipe = tmp_path / "pipe.stl"
+    os.mkfifo(pipe)
+    with pytest.raises(wb.WorkbenchError, match=r"mesh file .*pipe\.stl is a FIFO, not a regular"):
+        mesh_file_properties(pipe, 1000.0)
+    with pytest.raises(wb.WorkbenchError, match=r"candidate postures file .* is a FIFO"):
+        read_postures(pipe, wb.models.load("planar_2r"))

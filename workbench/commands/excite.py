@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if args.kind not in KINDS:
         raise WorkbenchError(f"--kind {args.kind!r} is not one of {', '.join(KINDS)}")
     check_output_directory(args.out)
-    check_not_input(args.out, args.problem, directory=True)
+    model_file = args.model if Path(args.model).is_file() else None
+    check_not_input(args.out, args.problem, model_file, directory=True)
     if args.problem is not None and not Path(args.problem).is_file():
         raise WorkbenchError(f"problem file not found: {args.problem}")
     chain = models.load(args.model)
