@@ -597,3 +597,13 @@ def test_a_fifo_as_mesh_or_candidate_postures_file(tmp_path):
         mesh_file_properties(pipe, 1000.0)
     with pytest.raises(wb.WorkbenchError, match=r"candidate postures file .* is a FIFO"):
         read_postures(pipe, wb.models.load("planar_2r"))
+
+
+def test_out_of_memory_is_one_line(capsys, monkeypatch):
+    import workbench.commands.info as info
+
+    def too_big(args):
+        raise MemoryError
+
+    monkeypatch.setattr(info, "run", too_big)
+    assert "error: out of memory" in fails(capsys, ["info", "iiwa"])

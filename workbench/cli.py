@@ -6,7 +6,9 @@ dispatches. A :class:`~workbench.errors.WorkbenchError` becomes one line on
 stderr and exit code 2; Ctrl-C ends with "interrupted" and exit code 130,
 SIGTERM with "terminated" and 143, both after the clean-up of half-written
 files (:mod:`workbench.io`); a closed pipe (``workbench info iiwa | head``)
-ends quietly with 141, as for other command-line tools.
+ends quietly with 141, as for other command-line tools; running out of
+memory is one line and exit code 2 (sizes known in advance are refused
+before allocation, :func:`workbench.config.check_memory`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 141
+    except MemoryError:
+        print(
+            f"workbench {args.command}: error: out of memory; the model or problem is too large "
+            "for this machine",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _silence_stdout() -> None:
