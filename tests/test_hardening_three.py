@@ -389,11 +389,13 @@ def test_a_log_header_is_quoted_short_and_escaped(capsys, tmp_path):
 @pytest.mark.xfail(strict=True, reason="calibration/tables.py read_table quotes whole cells "
                    "(the header name and the bad cell, lines 87, 268, 288)")  # fmt: skip
 def test_a_wrong_file_in_a_log_description_is_not_echoed(capsys, tmp_path):
-    (tmp_path / "shadow").write_text(f"{SECRET}\ndaemon:*:19000:0:99999:7:::\n")
+    second = "daemon:" + "SECONDHASH" * 6
+    (tmp_path / "shadow").write_text(f"{SECRET}\n{second}\n")
     (tmp_path / "log.toml").write_text('[positions]\nfile = "shadow"\n')
     argv = ["calibrate", "--model", "planar_2r", "--log", str(tmp_path / "log.toml")]
     line = fails(capsys, [*argv, "--kind", "dynamic", "--out", str(tmp_path / "o"), "--quiet"])
-    assert "SECRETHASH" * 4 not in line and "daemon:*:19000:0:99999:7:::" not in line
+    assert "SECRETHASH" * 4 not in line and "SECONDHASH" * 4 not in line
+    assert f"{SECRET[:40]!r}..." in line  # a short, escaped excerpt says which file it was
 
 
 # -------------------------------------------------------------- F. bounded resources
