@@ -1,14 +1,19 @@
 """Atomic output: files appear whole or not at all; inputs are never touched.
 
 Every writer in the project goes through :func:`atomic_write` (one file) or
-:func:`results_directory` (a set of files that lands together).
+:func:`results_directory` (a set of files that lands together). Readers of
+user files check them with :func:`check_input_file` (a FIFO, a device or a
+directory is "not a regular file"), commands their outputs with
+:func:`check_not_input` (an output never replaces an input).
 
 Interrupts leave nothing behind: the command line turns SIGTERM into
 :class:`Terminated` (a :class:`KeyboardInterrupt`, so that every ``finally``
 block runs and removes its temporary files, :func:`raise_on_sigterm`), and a
 process killed outright (SIGKILL, power loss) leaves a staging folder named
 after its process id, which the next :func:`results_directory` beside it
-removes once that process is gone.
+removes once that process is gone. A library that catches the interrupt
+(IPOPT inside a callback) is followed by :func:`reraise_interrupt`, which
+raises it again as the signal it was.
 """
 
 from __future__ import annotations
