@@ -55,6 +55,7 @@ from workbench.excitation.information import (
 from workbench.excitation.trajectory import FourierSpace, FourierTrajectory, margin_factor
 from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
+from workbench.ocp.nlp import interrupt_warnings_dropped
 
 QUANTITIES = ("position", "velocity", "acceleration", "torque")
 
@@ -513,7 +514,8 @@ def _solve(information, space, limits, torques, options, points, theta0):
     }
     solver = ca.nlpsol("excitation", "ipopt", nlp, opts)
     seen = interrupts_received()
-    result = solver(x0=theta0, lbg=lbg, ubg=ubg)
+    with interrupt_warnings_dropped():
+        result = solver(x0=theta0, lbg=lbg, ubg=ubg)
     reraise_interrupt(seen)  # IPOPT caught a Ctrl-C or SIGTERM in a callback
     stats = solver.stats()
     theta = np.asarray(result["x"], dtype=float).ravel()

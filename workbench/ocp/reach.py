@@ -58,7 +58,14 @@ from workbench.inertia import matrix_from_phi
 from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
 from workbench.ocp.model_functions import model_callbacks
-from workbench.ocp.nlp import INTERRUPTED, Constraints, ipopt_options, status, violation
+from workbench.ocp.nlp import (
+    INTERRUPTED,
+    Constraints,
+    interrupt_warnings_dropped,
+    ipopt_options,
+    status,
+    violation,
+)
 from workbench.ocp.problem import ReachProblem, ReachResult
 from workbench.warm_up import warm_up
 
@@ -237,7 +244,8 @@ def solve(
         design.link_phi(np.zeros(design.size))
     started = time.perf_counter()
     seen = interrupts_received()
-    sol = solver(x0=x0, lbx=nlp["lbx"], ubx=nlp["ubx"], lbg=nlp["lbg"], ubg=nlp["ubg"])
+    with interrupt_warnings_dropped():
+        sol = solver(x0=x0, lbx=nlp["lbx"], ubx=nlp["ubx"], lbg=nlp["lbg"], ubg=nlp["ubg"])
     elapsed = time.perf_counter() - started
     reraise_interrupt(seen, any(getattr(f, "interrupted", False) for f in built.values()))
     errors = [f.error for f in built.values() if getattr(f, "error", None) is not None]
