@@ -634,13 +634,11 @@ def test_calibrate_results_folder_that_holds_the_log_is_refused(capsys, tmp_path
 
 
 def test_only_casadis_interrupt_warning_is_dropped(capsys):
-    import sys as system
-
     from workbench.ocp.nlp import interrupt_warnings_dropped
 
     pieces = ['CasADi - WARNING("', "KeyboardInterruptException", '")\n',
               'CasADi - WARNING("NaN ', 'detected")\n', "no newline"]  # fmt: skip
     with interrupt_warnings_dropped():
         for piece in pieces:  # CasADi writes a line in pieces
-            system.stderr.write(piece)
+            sys.stderr.write(piece)
     assert capsys.readouterr().err == 'CasADi - WARNING("NaN detected")\nno newline'
