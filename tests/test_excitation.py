@@ -252,7 +252,7 @@ def test_cli_dynamic_writes_a_readable_trajectory(tmp_path, two_link):
     problem = tmp_path / "p.toml"
     problem.write_text(
         "[trajectory]\nperiod = 3.0\nharmonics = 4\ncollocation = 40\nsample_rate = 50.0\n"
-        "[design]\nmax_iterations = 40\n[output]\nanimation = false\n"
+        "[design]\nmax_iterations = 300\n[output]\nanimation = false\n"
     )
     out = tmp_path / "out"
     assert (
@@ -300,7 +300,7 @@ def test_twist_design_on_a_small_robot(two_link, tmp_path):
     problem = tmp_path / "p.toml"
     problem.write_text(
         "[trajectory]\nperiod = 3.0\nharmonics = 4\ncollocation = 32\n"
-        "[design]\nmax_iterations = 30\n[output]\nanimation = false\n"
+        "[design]\nmax_iterations = 300\n[output]\nanimation = false\n"
     )
     out = tmp_path / "out"
     args = ["excite", "--model", "planar_2r", "--kind", "twist", "--out", str(out), str(problem)]

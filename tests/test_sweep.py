@@ -204,13 +204,13 @@ def test_interrupted_sweep_resumes(client, tmp_path):
 
 
 @pytest.mark.slow
-def test_task_over_its_time_is_an_error_row(client, tmp_path):
+def test_task_over_its_time_is_a_timeout_row(client, tmp_path):
     text = SMALL.replace("[set]", "task_timeout_s = 0.5\n[set]")
     text = text.replace("count = 4}", "count = 2}").replace("[50.0, 65.0]", "[50.0]")
     text = text.replace('"transcription.knots" = 20', '"transcription.knots" = 150')  # ~10 s
     sweep = Sweep.from_toml(sweep_file(tmp_path, text))
     outcome = run_sweep(sweep, tmp_path / "out", client=client, progress=False, echo=lambda s: None)
-    assert [r["status"] for r in outcome.rows] == ["error", "error"]
+    assert [r["status"] for r in outcome.rows] == ["timeout", "timeout"]
     assert all(r["message"].startswith("timeout") for r in outcome.rows)
     client.wait_for_workers(2, timeout=60)
 

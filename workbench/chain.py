@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from workbench import inertia, lie
+from workbench.arrays import as_real_array
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -194,7 +195,7 @@ class Chain:
         [Kwon] eq. 6. ``eta`` has 6(n+1) entries (see module docstring);
         inertias and attached frames stay where they are at q = 0.
         """
-        eta = np.asarray(eta, dtype=float)
+        eta = as_real_array(eta, "eta")
         if eta.shape != (6 * (self.n + 1),):
             raise WorkbenchError(
                 f"eta has shape {eta.shape}; expected ({6 * (self.n + 1)},) "
@@ -202,12 +203,26 @@ class Chain:
             )
         if not np.all(np.isfinite(eta)):
             raise WorkbenchError("eta contains NaN or inf")
-        X = lie.exp_se3(eta.reshape(self.n + 1, 6))
-        return replace(
-            self,
-            joint_frames=X[:-1] @ self.joint_frames,
-            tool_frame=X[-1] @ self.tool_frame,
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = lie.exp_se3(eta.reshape(self.n + 1, 6))
+            moved = replace(
+                self,
+                joint_frames=X[:-1] @ self.joint_frames,
+                tool_frame=X[-1] @ self.tool_frame,
+            )
+            finite = np.append(
+                np.isfinite(moved.joint_frames).all(axis=(1, 2))
+                & np.isfinite(moved.twists).all(axis=1),
+                np.isfinite(moved.tool_frame).all(),
+            )
+        if not finite.all():
+            k = int(np.argmin(finite))
+            name = "the tool frame" if k == self.n else f"joint '{self.joint_names[k]}'"
+            raise WorkbenchError(
+                f"eta[{6 * k}:{6 * k + 6}] = {eta[6 * k : 6 * k + 6]} moves {name} to "
+                "non-finite values; eta is a small change of the twists"
+            )
+        return moved
 
     def with_frames_near(self, reference: Chain) -> Chain:
         """The same twists, each joint frame the reference's moved least onto its joint's axis.

@@ -8,7 +8,9 @@ calibration of a log the model contradicts: exit code 1); Ctrl-C ends with
 "interrupted" and exit code 130, SIGTERM with "terminated" and 143, both
 after the clean-up of half-written files (:mod:`workbench.io`); a closed
 pipe (``workbench info iiwa | head``) ends quietly with 141, as for other
-command-line tools.
+command-line tools; running out of memory is one line and exit code 2
+(sizes known in advance are refused before allocation,
+:func:`workbench.config.check_memory`).
 """
 
 from __future__ import annotations
@@ -86,6 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 141
+    except MemoryError:
+        print(
+            f"workbench {args.command}: error: out of memory; the model or problem is too large "
+            "for this machine",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _silence_stdout() -> None:

@@ -22,9 +22,25 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import WorkbenchError
+from workbench.io import check_input_file
 from workbench.lie import Array
 
 _MISSING = object()
+MEMORY_BUDGET = 8 * 2**30  # bytes: the most that one size in a problem file may ask for
+
+
+def check_memory(where: str, estimate: float, how: str) -> None:
+    """Refuse a size from a file or option before anything is allocated for it.
+
+    ``where`` names the key (``FILE: [section] key = value``), ``estimate`` is
+    the memory it implies in bytes and ``how`` the terms of that estimate;
+    above :data:`MEMORY_BUDGET` the error shows both.
+    """
+    if estimate > MEMORY_BUDGET:
+        raise WorkbenchError(
+            f"{where} needs about {estimate / 2**30:.3g} GiB of memory ({how}); at most "
+            f"{MEMORY_BUDGET / 2**30:.0f} GiB: lower it"
+        )
 
 
 def read_toml(path: str | os.PathLike, what: str = "file") -> dict[str, Any]:
@@ -32,6 +48,7 @@ def read_toml(path: str | os.PathLike, what: str = "file") -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         raise WorkbenchError(f"{what} {path} is a directory, not a TOML file")
+    check_input_file(path, what)  # a FIFO or a device: not a regular file
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
@@ -45,6 +62,8 @@ def read_toml(path: str | os.PathLike, what: str = "file") -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise WorkbenchError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise WorkbenchError(f"{path}: arrays or inline tables nested too deeply to read") from None
 
 
 class Section:

@@ -25,3 +25,16 @@ class ImplausibleFit(WorkbenchError):
     """A calibration that ran on a log the model contradicts (a mis-described unit, sample
     period, column, transmission or torque sign): the message names the likely cause and what
     was compared. The command line prints it and exits with code 1 (not 2: the input parsed)."""
+
+
+EXCERPT = 40  # characters of a user's file quoted in a message, at most
+
+
+def excerpt(text: object, limit: int = EXCERPT) -> str:
+    """A short, escaped quote of user content for messages: ``repr`` of at most ``limit`` chars.
+
+    Messages never echo a file's content beyond this (a wrong file given as
+    input may hold secrets), and control characters cannot reach the terminal.
+    """
+    text = str(text)
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")

@@ -31,7 +31,6 @@ frame ``end_effector`` sits on w3 with its z axis along w3.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +38,7 @@ import numpy as np
 
 from workbench import inertia, lie
 from workbench.chain import Chain, Frame
+from workbench.config import read_toml
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write
 from workbench.lie import Array
@@ -100,12 +100,7 @@ class FiveBarDesign:
     def from_toml(cls, path: str | os.PathLike) -> FiveBarDesign:
         """Read a design file; angles in the file are in degrees (keys ending in ``_deg``)."""
         path = Path(path)
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise WorkbenchError(f"five-bar design file not found: {path}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise WorkbenchError(f"{path}: {exc}") from exc
+        raw = read_toml(path, "five-bar design file")
         values = {}
         for section in raw.values():
             if not isinstance(section, dict):

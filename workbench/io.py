@@ -1,14 +1,19 @@
 """Atomic output: files appear whole or not at all; inputs are never touched.
 
 Every writer in the project goes through :func:`atomic_write` (one file) or
-:func:`results_directory` (a set of files that lands together).
+:func:`results_directory` (a set of files that lands together). Readers of
+user files check them with :func:`check_input_file` (a FIFO, a device or a
+directory is "not a regular file"), commands their outputs with
+:func:`check_not_input` (an output never replaces an input).
 
 Interrupts leave nothing behind: the command line turns SIGTERM into
 :class:`Terminated` (a :class:`KeyboardInterrupt`, so that every ``finally``
 block runs and removes its temporary files, :func:`raise_on_sigterm`), and a
 process killed outright (SIGKILL, power loss) leaves a staging folder named
 after its process id, which the next :func:`results_directory` beside it
-removes once that process is gone.
+removes once that process is gone. A library that catches the interrupt
+(IPOPT inside a callback) is followed by :func:`reraise_interrupt`, which
+raises it again as the signal it was.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -97,6 +103,65 @@ def _check_writable_parent(out: Path, option: str, shown: Path | None = None) ->
         ) from None
 
 
+def check_input_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` as a Path when it names a regular file; else an error saying what it is.
+
+    A missing path is "not found"; a directory, a FIFO, a device or a socket
+    is "not a regular file" (reading a FIFO would block, a device may never end).
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise WorkbenchError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise WorkbenchError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else _special_kind(mode)
+        raise WorkbenchError(f"{what} {path} is {kind}, not a regular file")
+    return path
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _special_kind(mode: int) -> str:
+    return next((name for test, name in _SPECIAL if test(mode)), "a special file")
+
+
+def check_not_input(
+    output: str | os.PathLike,
+    *inputs: str | os.PathLike | None,
+    option: str = "--out",
+    directory: bool = False,
+) -> Path:
+    """Refuse an output path that would replace one of the command's ``inputs``.
+
+    Paths are compared after resolving symbolic links and ``..``. An output
+    file must not be an input (file or folder); an output ``directory``
+    (a results folder, replaced whole) must not be an input nor hold one.
+    ``None`` inputs (options not given) are skipped.
+    """
+    output = Path(output)
+    target = output.resolve()
+    for given in inputs:
+        if given is None:
+            continue
+        source = Path(given).resolve()
+        if source == target or (directory and source.is_relative_to(target)):
+            where = "is" if source == target else "holds"
+            raise WorkbenchError(
+                f"{option} {output} {where} the input {given}; inputs are never overwritten, "
+                "choose another output"
+            )
+    return output
+
+
 MANIFEST_SUFFIX = ".workbench-files"  # beside DIR: .DIR.workbench-files lists DIR's results
 
 
@@ -104,13 +169,44 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that clean-up code runs as for Ctrl-C."""
 
 
+_received: list[type[KeyboardInterrupt]] = []  # the interrupts the handlers below raised
+
+
 def _raise_terminated(signum, frame) -> None:
+    _received.append(Terminated)
     raise Terminated()
 
 
+def _raise_interrupted(signum, frame) -> None:
+    _received.append(KeyboardInterrupt)
+    raise KeyboardInterrupt()
+
+
 def raise_on_sigterm() -> None:
-    """Make SIGTERM raise :class:`Terminated` in the main thread (the command line does this)."""
+    """Make SIGTERM raise :class:`Terminated` and Ctrl-C KeyboardInterrupt in the main thread,
+    remembering each (:func:`reraise_interrupt`); the command line does this."""
     signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGINT, _raise_interrupted)
+
+
+def interrupts_received() -> int:
+    """How many SIGTERM and Ctrl-C the handlers of :func:`raise_on_sigterm` have raised."""
+    return len(_received)
+
+
+def reraise_interrupt(since: int, swallowed: bool = False) -> None:
+    """Raise again an interrupt that a library caught (IPOPT catches exceptions in callbacks).
+
+    ``since`` is :func:`interrupts_received` before the library call: a later
+    SIGTERM raises :class:`Terminated`, a later Ctrl-C KeyboardInterrupt. With
+    ``swallowed`` (the library reports an exception it caught that was no
+    error of ours) KeyboardInterrupt is raised even when no handler of this
+    module saw the signal (Python's own Ctrl-C handler, outside the command line).
+    """
+    if len(_received) > since:
+        raise _received[-1]()
+    if swallowed:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

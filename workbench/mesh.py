@@ -45,6 +45,7 @@ from numpy.typing import ArrayLike
 from workbench.dynamics import kernels as sk
 from workbench.errors import WorkbenchError
 from workbench.inertia import rotational_inertia
+from workbench.io import check_input_file
 from workbench.lie import Array
 
 UNITS = {"m": 1.0, "cm": 1e-2, "mm": 1e-3, "in": 0.0254}
@@ -455,8 +456,7 @@ def load_mesh(
     path = Path(path)
     if units not in UNITS:
         raise WorkbenchError(f"unknown mesh units '{units}'; known: {sorted(UNITS)}")
-    if not path.is_file():
-        raise WorkbenchError(f"mesh file not found: {path}")
+    check_input_file(path, "mesh file")  # a FIFO would block the reader
     try:
         mesh = trimesh.load(str(path), force="mesh", process=True)
     except Exception as exc:  # trimesh raises many kinds on unreadable files

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -24,6 +23,7 @@ from workbench import inertia, lie
 from workbench.chain import PRISMATIC, REVOLUTE, Chain, Frame, check_inertias
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.urdf_check import check_urdf, parse_quietly
 
 _JOINTS = {
     "JointModelRX": (REVOLUTE, (1.0, 0.0, 0.0)),
@@ -227,14 +227,14 @@ def shared_model(chain: Chain):
 
 
 def load_urdf_model(path: str | os.PathLike):
-    """A fixed-base Pinocchio model from a URDF file, with errors that name the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise WorkbenchError(f"URDF file not found: {path}")
-    try:
-        return pin.buildModelFromUrdf(str(path))
-    except (RuntimeError, ValueError) as exc:
-        raise WorkbenchError(f"cannot load URDF {path}: {exc}") from exc
+    """A fixed-base Pinocchio model from a URDF file, with errors that name the file.
+
+    The file is checked first (:func:`workbench.urdf_check.check_urdf`: finite
+    numbers, one tree, a bounded joint count) and urdfdom's console output is
+    captured, not printed.
+    """
+    check_urdf(path)
+    return parse_quietly(path, lambda: pin.buildModelFromUrdf(str(path)))
 
 
 def _frame_id(model, name: str) -> int:

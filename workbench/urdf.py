@@ -21,7 +21,7 @@ import pinocchio as pin
 from workbench import inertia, lie
 from workbench.chain import REVOLUTE, Chain, Reduction
 from workbench.errors import WorkbenchError
-from workbench.io import atomic_write_text
+from workbench.io import atomic_write_text, check_not_input
 from workbench.mesh import mesh_file_properties
 from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model, reduced_model
 
@@ -353,6 +353,7 @@ def with_mesh_inertias(
     output is written atomically.
     """
     urdf = Path(urdf)
+    check_not_input(out, urdf, option="out")
     if source not in ("visual", "collision"):
         raise WorkbenchError(f"mesh inertia source must be 'visual' or 'collision'; got {source!r}")
     try:

@@ -159,7 +159,13 @@ def fit_equations(
     Xw = Xs * sw[:, None]
     residual = (Xs @ theta - y) * sw
     s2 = float(residual @ residual) / max(y.size - r, 1)
-    covariance = s2 * np.linalg.inv(Xw.T @ Xw) / np.outer(scale, scale)
+    try:
+        covariance = s2 * np.linalg.inv(Xw.T @ Xw) / np.outer(scale, scale)
+    except np.linalg.LinAlgError:
+        raise WorkbenchError(
+            "the weighted torque equations are singular: a joint whose residuals dwarf the "
+            "others' gets no weight; look for corrupted torque samples"
+        ) from None
     singular = np.linalg.svd(Xw, compute_uv=False)
     sigma = np.sqrt(
         np.bincount(joint, (Xs @ theta - y) ** 2, minlength=n)

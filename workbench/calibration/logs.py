@@ -44,7 +44,7 @@ from workbench.calibration.clock import resample, uniform_clock
 from workbench.calibration.samples import Defaults, Log, Marker
 from workbench.calibration.tables import DroppedRow, Table, read_header, read_table, write_table
 from workbench.chain import Chain
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, excerpt
 from workbench.lie import Array
 
 POSITION = ("px", "py", "pz")
@@ -211,12 +211,12 @@ def _check_header(table: Table, chain: Chain, require: tuple[str, ...]) -> dict[
     known |= {f"{p}_{j}" for p in _PREFIXES for j in chain.joint_names}
     columns: dict[str, int] = {}
     for k, name in enumerate(table.header):
-        where = f"{path}: line 1, column {k + 1} ('{name}')"
+        where = f"{path}: line 1, column {k + 1} ({excerpt(name)})"
         if name not in known:
             prefix, _, joint = name.partition("_")
             if prefix in _PREFIXES and joint:
                 raise WorkbenchError(
-                    f"{where}: unknown joint '{joint}'; the model's {chain.n} joints are "
+                    f"{where}: unknown joint {excerpt(joint)}; the model's {chain.n} joints are "
                     f"{', '.join(chain.joint_names)}"
                 )
             raise WorkbenchError(

@@ -22,6 +22,10 @@ still be usable) naming the column and the likely cause:
 * a torque channel that never changes: an error (disconnected or not
   logged); a joint that never moves: a warning (its parameters cannot be
   identified);
+* a torque sample larger than 1000 times its channel's typical size (the
+  99th percentile of its magnitude, or the joint's effort limit if larger):
+  an error naming the column, sample and time (a corrupted value, whose
+  square would swamp every other sample of the fit);
 * a channel that sits exactly at its extreme value for at least 1 % of the
   samples: a warning (a saturated sensor or clipped values);
 * two joints read from the same column of the same file (positions or
@@ -55,6 +59,7 @@ _REACH_FACTOR = 20.0
 _SPREAD_RATIO = 10.0  # measured against modelled marker spread, either way
 _MIN_SPREAD = 0.005  # m: frames that move less are not compared
 _SPREAD_SAMPLES = 2000  # at most this many samples enter the comparison
+_SPIKE_FACTOR = 1e3  # times the channel's typical torque: a corrupted sample
 
 
 def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
@@ -75,6 +80,8 @@ def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
         _check_range(log, chain, j, where[f"q_{joint}"])
         if log.dq is not None and len(log) > 2:
             _check_speed(log, chain, j, where[f"q_{joint}"])
+    if log.tau is not None:
+        _check_torque_spikes(log, chain, [where[f"tau_{j}"] for j in chain.joint_names])
     if channels and log.tau is not None:
         check_channels(log.tau, [where[f"tau_{j}"] for j in chain.joint_names], constant="error")
     if channels:
@@ -157,6 +164,25 @@ def check_payload_inertia(mass: float, inertia_com: Array, where: str) -> None:
             f"centre of mass break the triangle inequality ({moments[2]:.4g} > {moments[0]:.4g} + "
             f"{moments[1]:.4g}): no rigid body of mass {mass:.4g} kg has them"
         )
+
+
+def _check_torque_spikes(log: Log, chain: Chain, where: Sequence[str]) -> None:
+    """Refuse a torque far above its channel's typical size (module docstring)."""
+    if len(log) < 3:
+        return
+    size = np.abs(log.tau)
+    limit = np.where(np.isfinite(chain.effort_limit), chain.effort_limit, 0.0)
+    typical = np.maximum(np.percentile(size, 99, axis=0), limit)
+    spikes = (size > _SPIKE_FACTOR * typical) & (typical > 0)
+    if not spikes.any():
+        return
+    row, j = (int(k) for k in np.argwhere(spikes)[0])
+    unit = "N" if chain.joint_kinds[j] == PRISMATIC else "N m"
+    raise WorkbenchError(
+        f"{where[j]}: {log.tau[row, j]:.6g} {unit} at sample {row} (t = {log.t[row]:.6g} s) is "
+        f"more than {_SPIKE_FACTOR:.0f} times the channel's typical {typical[j]:.4g} {unit} "
+        f"({int(spikes[:, j].sum())} such samples): a corrupted value?"
+    )
 
 
 def _names(chain: Chain) -> list[str]:

@@ -26,6 +26,9 @@ limits, with nothing written.
 from __future__ import annotations
 
 import argparse
+import sys
+
+import numpy as np
 
 HELP = "design an optimal excitation trajectory or calibration postures"
 
@@ -45,22 +48,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    import numpy as np
-
     from workbench import models
     from workbench.errors import WorkbenchError
     from workbench.excitation.experiment import excite
     from workbench.excitation.problem import read_problem
-    from workbench.excitation.report import write_results
-    from workbench.io import check_output_directory, results_directory
+    from workbench.excitation.report import solver_warning, write_results
+    from workbench.io import check_not_input, check_output_directory, results_directory
 
     if args.kind not in KINDS:
         raise WorkbenchError(f"--kind {args.kind!r} is not one of {', '.join(KINDS)}")
     check_output_directory(args.out)
+    model_file = args.model if Path(args.model).is_file() else None
+    check_not_input(args.out, args.problem, model_file, directory=True)
     if args.problem is not None and not Path(args.problem).is_file():
         raise WorkbenchError(f"problem file not found: {args.problem}")
     chain = models.load(args.model)
-    problem = read_problem(args.problem, chain)
+    problem = read_problem(args.problem, chain, args.kind)
     if problem.postures.tool is not None and args.kind == "kinematic":
         chain = models.load(args.model, tool_frame=problem.postures.tool)
     result = excite(chain, args.kind, problem, models.urdf_path(args.model))
@@ -75,17 +78,33 @@ def run(args: argparse.Namespace) -> int:
             f" D-efficiency >= {s.efficiency_bound:.3f}; results in {args.out}"
         )
     else:
-        d = result.design
-        relative = p.relative_std[np.isfinite(p.relative_std)]
-        precision = (
-            f"predicted median relative std {float(np.median(relative)):.3g} %"
-            if relative.size
-            else f"predicted median std {float(np.median(p.std)):.3g}"
-        )
+        d, p0 = result.design, result.initial
         print(
-            f"{args.kind}: log det {d.initial['log_det']:.4g} -> {d.log_det:.4g}, condition "
-            f"number {d.initial['condition_number']:.4g} -> {d.condition_number:.4g} "
-            f"({d.status}, {d.iterations} iterations, {d.seconds:.1f} s); {precision}; results "
-            f"in {args.out}"
+            f"{args.kind}: criterion at {d.collocation} collocation points: log det "
+            f"{d.initial['log_det']:.4g} -> {d.log_det:.4g}, condition number "
+            f"{d.initial['condition_number']:.4g} -> {d.condition_number:.4g} ({d.status}, "
+            f"{d.iterations} iterations, {d.seconds:.1f} s); written trajectory "
+            f"({p.samples} samples): log det {p0.log_det:.4g} -> {p.log_det:.4g}, condition "
+            f"number {p0.condition_number:.4g} -> {p.condition_number:.4g}, {_precision(p)}; "
+            f"results in {args.out}"
         )
+        warning = solver_warning(result)
+        if warning is not None:
+            print(f"workbench excite: warning: {warning}", file=sys.stderr)
+            return 1
     return 0
+
+
+def _precision(p) -> str:
+    """The median predicted relative std, saying which parameters have none (nominal 0)."""
+    relative = p.relative_std[np.isfinite(p.relative_std)]
+    if not relative.size:
+        return (
+            f"predicted median std {float(np.median(p.std)):.3g} (no relative std: every "
+            "nominal value is 0)"
+        )
+    zero = p.relative_std.size - relative.size
+    text = f"predicted median relative std {float(np.median(relative)):.3g} %"
+    if zero:
+        text += f" ({zero} of {p.relative_std.size} parameters have nominal 0: no relative std)"
+    return text

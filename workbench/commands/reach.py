@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.closed_chains import load
-    from workbench.io import check_output_directory, results_directory
+    from workbench.io import check_not_input, check_output_directory, results_directory
     from workbench.ocp.problem import ReachProblem
     from workbench.ocp.reach import objective_unit, solve
     from workbench.ocp.report import write_results
@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     path = args.problem or shipped("problems") / "fivebar_reach.toml"
     problem = ReachProblem.from_toml(path)
     check_output_directory(args.out)
+    check_not_input(args.out, path, directory=True)
     model = load(problem.model)
     result = solve(problem, model, progress=not args.quiet)
     if result.status != "solved":

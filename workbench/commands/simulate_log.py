@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="random seed of the trajectory, truth and noise"
     )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite FILE (and its truth files) if they exist"
+    )
 
 
 def truth_stem(out: Path) -> Path:
@@ -59,13 +62,10 @@ def run(args: argparse.Namespace) -> int:
     from workbench import models
     from workbench.calibration.logs import write_log
     from workbench.calibration.simulate import simulate_log
-    from workbench.errors import WorkbenchError
-    from workbench.io import atomic_write_text, check_output_file
+    from workbench.io import atomic_write_text
     from workbench.urdf import write_urdf
 
-    out = check_output_file(args.out)
-    if out.suffix.lower() not in SUFFIXES:
-        raise WorkbenchError(f"--out {out}: the log file must end in .csv or .npz")
+    out = _check_out(args)
     _check_options(args)
     from workbench import closed_chains
 
@@ -130,6 +130,29 @@ def _closed(args: argparse.Namespace, out) -> int:
     return 0
 
 
+def _check_out(args: argparse.Namespace) -> Path:
+    """The log file: a new .csv or .npz (an existing one only with --force), never the model."""
+    from workbench.errors import WorkbenchError
+    from workbench.io import check_not_input, check_output_file
+
+    out = check_output_file(args.out)
+    if out.suffix.lower() not in SUFFIXES:
+        raise WorkbenchError(f"--out {out}: the log file must end in .csv or .npz")
+    stem = truth_stem(out)
+    written = (out, Path(f"{stem}.truth.urdf"), Path(f"{stem}.truth.json"))
+    model = args.model if Path(args.model).is_file() else None
+    for path in written:
+        check_not_input(
+            path, model, option="--out" if path == out else f"--out {out}: the truth file"
+        )
+    existing = [str(p) for p in written if p.exists()]
+    if existing and not args.force:
+        raise WorkbenchError(
+            f"--out {out}: {', '.join(existing)} exist(s); give --force to overwrite a recording"
+        )
+    return out
+
+
 def _check_options(args: argparse.Namespace) -> None:
     """Numbers the simulation can use: finite, non-negative, enough samples."""
     import math
@@ -145,5 +168,7 @@ def _check_options(args: argparse.Namespace) -> None:
             f"--perturb {args.perturb}: the dynamic kind scales inertias by 1 +- perturb, "
             "so it must be below 1 (masses stay positive)"
         )
+    if args.seed < 0:
+        raise WorkbenchError(f"--seed {args.seed}: must be 0 or more")
     if args.samples < 20:
         raise WorkbenchError(f"--samples {args.samples}: need at least 20")

@@ -56,12 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.errors import WorkbenchError
-    from workbench.io import check_output_directory
+    from workbench.io import check_not_input, check_output_directory
     from workbench.sweep import Sweep, run_sweep
 
     if args.workers is not None and args.workers < 1:
         raise WorkbenchError(f"--workers {args.workers} must be at least 1")
     check_output_directory(args.out)
+    check_not_input(args.out, args.sweep, directory=True)
     sweep = Sweep.from_toml(args.sweep)
     outcome = run_sweep(
         sweep, args.out, workers=args.workers, scheduler=args.scheduler,

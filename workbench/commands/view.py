@@ -36,11 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.io import check_output_file
+    from pathlib import Path
+
+    from workbench.io import check_not_input, check_output_file
     from workbench.viz import playback, viewer
 
     if args.html:
         check_output_file(args.html, "--html")
+        model = args.model if args.model and Path(args.model).is_file() else None
+        trajectory = Path(args.result) / playback.TRAJECTORY_FILE
+        check_not_input(args.html, args.result, trajectory, model, option="--html")
     shown = playback.load_playback(args.result, args.model)
     if args.html:
         path = viewer.write_html(args.html, shown.robot, shown.t, shown.q, tool_frame=args.tool)
@@ -49,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
     vis = viewer.serve(shown.robot, shown.t, shown.q, zmq_url=args.zmq_url, tool_frame=args.tool)
     try:
         print(f"meshcat viewer at {vis.url()} (Ctrl-C to stop)", flush=True)
-        while True:
+        while True:  # until Ctrl-C (exit 130) or SIGTERM (143)
             time.sleep(1.0)
-    except KeyboardInterrupt:
-        return 0
     finally:
         viewer.close(vis)

@@ -84,6 +84,7 @@ from workbench.dynamics.inverse_dynamics import (
 )
 from workbench.lie import Array, pinocchio_vector
 from workbench.pinocchio_conversion import shared_model
+from workbench.placements import create_data
 
 
 @dataclass(frozen=True)
@@ -431,7 +432,7 @@ def rnea_derivatives_pinocchio(
 
     state = check_state(chain, q, dq, ddq, f_tool)
     model = shared_model(chain)
-    data = model.createData()
+    data = create_data(model, f"chain '{chain.name}'")
     N, n = state.q.shape
     out = np.empty((3, N, n, n))
     fext = None

@@ -30,6 +30,7 @@ from workbench.arrays import as_samples, broadcast_samples, same_batch
 from workbench.chain import Chain
 from workbench.lie import Array
 from workbench.pinocchio_conversion import shared_model
+from workbench.placements import create_data
 
 
 def _per_sample(chain: Chain, fn: Callable, **arrays: ArrayLike) -> Array | tuple[Array, ...]:
@@ -39,7 +40,7 @@ def _per_sample(chain: Chain, fn: Callable, **arrays: ArrayLike) -> Array | tupl
     rows = [broadcast_samples(x, N) for x, _ in checked]
     batched = any(b for _, b in checked)
     model = shared_model(chain)
-    data = model.createData()
+    data = create_data(model, f"chain '{chain.name}'")
     out = [fn(model, data, *(r[s] for r in rows)) for s in range(N)]
     if isinstance(out[0], tuple):
         stacked = tuple(np.array(x) for x in zip(*out, strict=True))
@@ -101,7 +102,7 @@ def task_space_dynamics(chain: Chain, q: ArrayLike, V: ArrayLike) -> tuple[Array
     N = same_batch((qs, "q"), (V, "V"))
     qs, V = broadcast_samples(qs, N), broadcast_samples(V, N)
     model = shared_model(chain)
-    data = model.createData()
+    data = create_data(model, f"chain '{chain.name}'")
     frame = model.getFrameId(chain.tool_name)
     Lam, eta = np.empty((N, 6, 6)), np.empty((N, 6))
     for s in range(N):

@@ -53,7 +53,9 @@ from workbench.excitation.information import (
     log_det,
 )
 from workbench.excitation.trajectory import FourierSpace, FourierTrajectory, margin_factor
+from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
+from workbench.ocp.nlp import interrupt_warnings_dropped
 
 QUANTITIES = ("position", "velocity", "acceleration", "torque")
 
@@ -511,7 +513,10 @@ def _solve(information, space, limits, torques, options, points, theta0):
         "ipopt.print_timing_statistics": "yes" if options.verbose else "no",
     }
     solver = ca.nlpsol("excitation", "ipopt", nlp, opts)
-    result = solver(x0=theta0, lbg=lbg, ubg=ubg)
+    seen = interrupts_received()
+    with interrupt_warnings_dropped():
+        result = solver(x0=theta0, lbg=lbg, ubg=ubg)
+    reraise_interrupt(seen)  # IPOPT caught a Ctrl-C or SIGTERM in a callback
     stats = solver.stats()
     theta = np.asarray(result["x"], dtype=float).ravel()
     return (

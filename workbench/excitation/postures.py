@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +47,7 @@ from workbench.calibration.samples import Marker
 from workbench.calibration.solver import identifiable_subspace
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
+from workbench.io import check_input_file
 from workbench.lie import Array
 
 
@@ -82,11 +82,9 @@ def read_postures(path: str | os.PathLike, chain: Chain) -> Array:
 
     Other columns (t, measured positions) are ignored; rows must be finite.
     """
-    path = Path(path)
+    path = check_input_file(path, "candidate postures file")
     try:
         text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise WorkbenchError(f"candidate postures file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkbenchError(f"cannot read candidate postures {path}: {exc}") from None
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]

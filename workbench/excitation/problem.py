@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench.chain import Chain
-from workbench.config import Section, read_toml
+from workbench.config import Section, check_memory, read_toml
 from workbench.errors import WorkbenchError
 from workbench.excitation.design import DesignOptions, Limits
 from workbench.excitation.trajectory import margin_factor
@@ -133,12 +133,25 @@ class ExcitationProblem:
         return 0.01 * effort
 
 
-def read_problem(path: str | os.PathLike | None, chain: Chain) -> ExcitationProblem:
-    """Read and check a problem file for ``chain`` (None: the defaults)."""
+# sections that only one kind of experiment reads: a file with them is of that kind
+KIND_SECTIONS = {"kinematic": ("postures",), "dynamic or twist": ("trajectory", "model")}
+
+
+def read_problem(
+    path: str | os.PathLike | None, chain: Chain, kind: str | None = None
+) -> ExcitationProblem:
+    """Read and check a problem file for ``chain`` (None: the defaults).
+
+    With ``kind`` ("dynamic", "twist" or "kinematic"), a file written for the
+    other kind of experiment (one with sections only that kind reads,
+    :data:`KIND_SECTIONS`) is refused, naming its kind.
+    """
     if path is None:
         return ExcitationProblem()
     path = Path(path)
     top = Section(read_toml(path, "problem file"), str(path))
+    if kind is not None:
+        _check_kind(top, kind)
     n = chain.n
 
     def per_joint(section: Section, key: str, default, positive: bool = False):
@@ -167,6 +180,7 @@ def read_problem(path: str | os.PathLike | None, chain: Chain) -> ExcitationProb
         periods=s.integer("periods", 1, minimum=1),
         start=start,
     )
+    _check_sizes(s, trajectory, n)
     try:
         margin_factor(trajectory.harmonics, trajectory.collocation)
     except WorkbenchError as exc:
@@ -230,3 +244,42 @@ def read_problem(path: str | os.PathLike | None, chain: Chain) -> ExcitationProb
     s.done()
     top.done()
     return ExcitationProblem(str(path), trajectory, model, limits, design, postures, animation)
+
+
+# memory per collocation point and n^3, and per written sample and joint, measured on the
+# iiwa (about 310 KB per point, 6.2 KB per sample), rounded up
+POINT_BYTES = 1000
+SAMPLE_BYTES = 1024
+
+
+def _check_sizes(s: Section, trajectory: TrajectorySettings, n: int) -> None:
+    """Refuse collocation points and written samples that would not fit in memory."""
+    per_point = POINT_BYTES * n**3
+    check_memory(
+        f"{s.where('collocation')} = {trajectory.collocation}",
+        trajectory.collocation * per_point,
+        f"{per_point / 2**10:.0f} KiB per point for {n} joints",
+    )
+    samples = trajectory.period * trajectory.periods * trajectory.sample_rate
+    check_memory(
+        f"{s.source}: [trajectory] period * periods * sample_rate = {trajectory.period:g} s * "
+        f"{trajectory.periods} * {trajectory.sample_rate:g} Hz",
+        samples * SAMPLE_BYTES * n,
+        f"{samples:.3g} written samples, {SAMPLE_BYTES * n / 2**10:.0f} KiB each",
+    )
+
+
+def _check_kind(top: Section, kind: str) -> None:
+    """Refuse a problem file whose sections belong to another kind of experiment."""
+    for file_kind, sections in KIND_SECTIONS.items():
+        found = [f"[{name}]" for name in sections if name in top]
+        if found and kind not in file_kind.split(" or "):
+            reads = (
+                "[postures], [limits], [design] seed"
+                if kind == "kinematic"
+                else ("[trajectory], [model], [limits], [design]")
+            )
+            raise WorkbenchError(
+                f"{top.source} is a {file_kind} problem file (it has {', '.join(found)}); "
+                f"--kind {kind} reads {reads}"
+            )

@@ -35,6 +35,7 @@ from workbench.calibration.samples import Log
 from workbench.excitation.experiment import ExcitationResult, Prediction
 from workbench.io import atomic_write_text
 from workbench.lie import Array
+from workbench.ocp.nlp import SOLVED
 from workbench.viz import excitation_plots as plots
 from workbench.viz import viewer
 from workbench.viz.playback import robot_by_name
@@ -48,6 +49,13 @@ def _number(x: float) -> float | None:
 def _median(x: Array) -> float | None:
     finite = x[np.isfinite(x)]
     return float(np.median(finite)) if finite.size else None
+
+
+def _no_relative_std(prediction: Prediction, k: int) -> str:
+    """Why parameter k has no relative std."""
+    if not math.isfinite(prediction.std[k]):
+        return "not identifiable from this experiment: no std"
+    return "nominal value 0: relative std undefined; predicted_std is absolute"
 
 
 def _parameters(prediction: Prediction, initial: Prediction | None) -> list[dict[str, Any]]:
@@ -64,8 +72,24 @@ def _parameters(prediction: Prediction, initial: Prediction | None) -> list[dict
         if initial is not None:
             row["initial_std"] = _number(initial.std[k])
             row["initial_relative_std_percent"] = _number(rel0[k])
+        if not math.isfinite(rel[k]):
+            row["relative_std_note"] = _no_relative_std(prediction, k)
         rows.append(row)
     return rows
+
+
+def solver_warning(result: ExcitationResult) -> str | None:
+    """Why the designed trajectory is no optimum (IPOPT stopped unsolved, e.g. at its iteration
+    limit), or None."""
+    d = result.design
+    if d.status in SOLVED:
+        return None
+    return (
+        f"IPOPT stopped with {d.status} after {d.iterations} iterations ([design] "
+        f"max_iterations = {result.problem.design.max_iterations} per start in "
+        f"{result.problem.source}): the trajectory is the best one found, not an optimum; "
+        "raise max_iterations"
+    )
 
 
 def summary(result: ExcitationResult, model: str) -> dict[str, Any]:
@@ -158,6 +182,8 @@ def summary(result: ExcitationResult, model: str) -> dict[str, Any]:
         "iterations": d.iterations,
         "seconds": d.seconds,
     }
+    warning = solver_warning(result)
+    out["warnings"] = [] if warning is None else [warning]
     out["parameters"] = _parameters(p, p0)
     return out
 
@@ -180,6 +206,7 @@ def write_results(stage: Path, result: ExcitationResult, model: str) -> list[Pat
                 stage / "precision.png", result.prediction.names, result.prediction.std,
                 result.initial.std, ylabel="predicted std [m or rad]",
                 title="Predicted precision: selected vs random postures",
+                missing_note="not identifiable from the selected postures: no std",
             )
         )  # fmt: skip
     else:

@@ -5,11 +5,17 @@ A problem module (:mod:`workbench.ocp.reach`, the experiment design of
 here: :class:`Constraints` stacks equality and range constraints with their
 bounds, :func:`ipopt_options` sets the solver the same way everywhere,
 :func:`status` maps IPOPT's return status to "solved", "infeasible" or
-"failed", and :func:`violation` measures the largest constraint violation
-of a solution.
+"failed", :func:`violation` measures the largest constraint violation
+of a solution, and :func:`interrupt_warnings_dropped` keeps CasADi's
+warning about a Ctrl-C or SIGTERM it caught off stderr (the command line
+says "interrupted" or "terminated" once IPOPT has stopped).
 """
 
 from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
 
 import casadi as ca
 import numpy as np
@@ -19,6 +25,8 @@ from workbench.lie import Array
 
 SOLVED = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 INFEASIBLE = ("Infeasible_Problem_Detected", "Restoration_Failed", "Error_In_Step_Computation")
+# what IPOPT reports when a callback raised (Ctrl-C and SIGTERM inside a callback end so)
+INTERRUPTED = ("NonIpopt_Exception_Thrown", "User_Requested_Stop")
 
 
 class Constraints:
@@ -90,3 +98,38 @@ def violation(g: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> float:
     """Largest violation of ``lower <= g <= upper`` (0 when feasible)."""
     g = np.asarray(g, dtype=float).ravel()
     return float(max(np.max(lower - g, initial=0.0), np.max(g - upper, initial=0.0)))
+
+
+class _WithoutInterruptWarnings:
+    """A text stream that passes whole lines on to ``stream``, except CasADi's interrupt warning."""
+
+    def __init__(self, stream) -> None:
+        self.stream, self.pending = stream, ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            if "KeyboardInterruptException" not in line:
+                self.stream.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def interrupt_warnings_dropped() -> Iterator[None]:
+    """Around a solve: CasADi writes (in pieces, to Python's stderr) a warning line when IPOPT
+    catches a Ctrl-C or SIGTERM; drop that line, pass every other one."""
+    stream = sys.stderr
+    sys.stderr = filtered = _WithoutInterruptWarnings(stream)
+    try:
+        yield
+    finally:
+        sys.stderr = stream
+        if filtered.pending and "KeyboardInterruptException" not in filtered.pending:
+            stream.write(filtered.pending)

@@ -24,7 +24,12 @@ from matplotlib.figure import Figure
 
 from workbench.io import atomic_write
 
-MARKERS = {"infeasible": ("x", "tab:red"), "failed": ("+", "tab:orange"), "error": ("s", "black")}
+MARKERS = {
+    "infeasible": ("x", "tab:red"),
+    "failed": ("+", "tab:orange"),
+    "timeout": ("D", "tab:purple"),
+    "error": ("s", "black"),
+}
 MAX_PANELS = 12
 
 

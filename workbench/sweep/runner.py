@@ -25,7 +25,9 @@ once, from the guess.
 
 A task that runs longer than the sweep file's ``task_timeout_s`` (each task
 logs its start on the scheduler) is cancelled, its worker restarted, and
-it is a row with status "error".
+it is a row with status "timeout"; so is a task that ended between two
+checks (every ``POLL_S``) but ran longer than that on its worker, whatever
+it found.
 
 Results directory (written by this process only, each file atomically):
 ``tasks/<id>/trajectory.npz`` (t, q, dq, ddq, tau) and
@@ -271,7 +273,7 @@ class _Run:
                 done = set()
             for future in sorted(done, key=lambda f: running[f][0].index):
                 task, _, _ = running.pop(future)
-                self._arrived(task, _result(future, task), bar, retry)
+                self._arrived(task, self._in_time(task, _result(future, task)), bar, retry)
                 for other in list(waiting):
                     if self._ready(other):
                         waiting.remove(other)
@@ -309,6 +311,17 @@ class _Run:
         now = time.time()
         return [f for f in running if f.key in started and now - started[f.key] > limit]
 
+    def _in_time(self, task: Task, result: dict[str, Any]) -> dict[str, Any]:
+        """``result``, or a timeout row when its task ran longer than ``task_timeout_s``."""
+        limit = self.sweep.task_timeout_s
+        took = result["row"].get("task_time_s", math.nan)
+        if not limit or not took > limit:
+            return result
+        message = f"timeout: the task ran {took:.3g} s, longer than task_timeout_s = {limit:g} s"
+        timed_out = _error_result(task, message, status="timeout")
+        timed_out["row"]["task_time_s"] = took
+        return timed_out
+
     def _timed_out(self, client, future, task: Task) -> dict[str, Any]:
         """An error row for a task over its time; its worker is restarted to stop it."""
         where = [w for w, keys in client.processing().items() if future.key in keys]
@@ -321,7 +334,7 @@ class _Run:
             f"timeout: the task ran longer than task_timeout_s = {limit:g} s; its worker was "
             "restarted"
         )
-        return _error_result(task, message)
+        return _error_result(task, message, status="timeout")
 
     def _better(self, task: Task, row: dict, result: dict) -> dict | None:
         first = self.rows[task.id]
@@ -418,9 +431,9 @@ def _result(future, task: Task) -> dict[str, Any]:
         return _error_result(task, f"{name}: {text}")
 
 
-def _error_result(task: Task, message: str) -> dict[str, Any]:
+def _error_result(task: Task, message: str, status: str = "error") -> dict[str, Any]:
     row = {
-        "status": "error", "message": message, "objective": math.nan,
+        "status": status, "message": message, "objective": math.nan,
         "iterations": 0, "solve_time_s": math.nan, "task_time_s": math.nan,
         "peak_torque": math.nan, "max_constraint_violation": math.nan,
         "task_error": math.nan, "tracking_error": math.nan, "transcription_error": math.nan,
@@ -434,8 +447,8 @@ def _retry_worthy(row: dict[str, Any]) -> bool:
     """On the first attempt: IPOPT ran and did not solve, or a warm-started task timed out."""
     if row.get("attempts", 1) != 1:
         return False
-    if row["status"] == "error":
-        return str(row.get("message", "")).startswith("timeout") and bool(row["warm_start_from"])
+    if row["status"] in ("timeout", "error"):
+        return row["status"] == "timeout" and bool(row["warm_start_from"])
     return row["status"] in UNSOLVED_RETRY and int(row.get("iterations") or 0) > 0
 
 

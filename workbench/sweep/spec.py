@@ -5,7 +5,7 @@ and what to vary in it; paths are relative to the sweep file::
     [sweep]
     problem = "fivebar_reach.toml"  # the base problem
     warm_start = "rescue"           # or "neighbours", "none" (below)
-    task_timeout_s = 600            # a task running longer is stopped: a row "error" (0: no limit)
+    task_timeout_s = 600            # a task running longer is stopped: a "timeout" row (0: none)
 
     [set]                           # keys of the base problem changed for every task
     "transcription.knots" = 40
@@ -68,6 +68,8 @@ from workbench.lie import Array
 from workbench.ocp.problem import ReachProblem
 
 WARM_STARTS = ("rescue", "neighbours", "none")
+MAX_TASKS = 100_000  # tasks of one sweep
+TASK_SECONDS = 1.0  # solver time of a five-bar reaching task, for the estimate a refusal shows
 NEIGHBOUR_RADIUS = 1.5  # grid steps: the 8 neighbours of a point on a 2-D grid
 
 
@@ -228,6 +230,9 @@ def _read_goals(top: Section, task_kind: str, base_goal: Array):
         azimuth = _values(goal, "azimuth_deg", [base_az], numeric=True)
         elevation = _values(goal, "elevation_deg", [base_el], numeric=True)
         goal.done()
+        _check_task_count(
+            goal.source, "azimuth_deg x elevation_deg", [len(azimuth), len(elevation)]
+        )
         out = []
         for az, el in itertools.product(azimuth, elevation):
             a, e = math.radians(az), math.radians(el)
@@ -245,6 +250,7 @@ def _read_goals(top: Section, task_kind: str, base_goal: Array):
         names = [c for c in ("x", "y", "z") if c in xyz]
         grids = [_values(goal, c, None, numeric=True) for c in ("x", "y", "z") if c in xyz]
         goal.done()
+        _check_task_count(goal.source, " x ".join(names), [len(g) for g in grids])
         out = []
         for point in itertools.product(*grids):
             v = np.array(base_goal, dtype=float)
@@ -307,6 +313,11 @@ def _values(section: Section, key: str, default, numeric: bool = False) -> list:
         last = spaced.number("to")
         count = spaced.integer("count", minimum=1)
         spaced.done()
+        if count > MAX_TASKS:
+            raise WorkbenchError(
+                f"{spaced.where('count')} = {count}: more values than a sweep may have tasks "
+                f"({MAX_TASKS})"
+            )
         if count == 1 and first != last:
             raise WorkbenchError(f"{section.where(key)}: count = 1 needs from = to")
         return [float(v) for v in np.linspace(first, last, count)]
@@ -364,12 +375,25 @@ def _task_kind(model: str) -> str:
 
 
 # ------------------------------------------------------------------- tasks
+def _check_task_count(source: str, what: str, counts: list[int]) -> None:
+    """Refuse a product of grid sizes above MAX_TASKS before any task is made."""
+    total = math.prod(counts)
+    if total > MAX_TASKS:
+        product = " x ".join(str(c) for c in counts)
+        raise WorkbenchError(
+            f"{source}: {total} tasks ({what} = {product}) would take about "
+            f"{total * TASK_SECONDS / 3600:.3g} hours of solver time at {TASK_SECONDS:g} s per "
+            f"task, and each is validated and kept in memory first; at most {MAX_TASKS}"
+        )
+
+
 def _expand(source: str, problem_raw: dict, problem_path: Path, goals, axes) -> list[Task]:
     """Every combination as a validated Task (module docstring)."""
 
     goal_options = goals if goals is not None else [None]
     scales = [_spacing(values) if all(_is_number(v) for v in values) else None
               for _, values in axes]  # fmt: skip
+    _check_task_count(source, "goals x axes", [len(goal_options), *(len(v) for _, v in axes)])
     combos = list(itertools.product(goal_options, *(values for _, values in axes)))
     width = max(4, len(str(len(combos) - 1)))
     tasks = []

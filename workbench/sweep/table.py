@@ -3,7 +3,7 @@
 Columns, one row per task in task order: ``id``; the varied inputs (goal
 ``azimuth_deg``, ``elevation_deg`` for pointing goals, ``goal_x``, ``goal_y``,
 ``goal_z``; every other axis under its dotted key, array values as JSON
-text); ``status`` ("solved", "infeasible", "failed", "error") and
+text); ``status`` ("solved", "infeasible", "failed", "timeout", "error") and
 ``message``; ``objective`` (the problem's objective, N^2 m^2 s for the
 effort), ``iterations``, ``solve_time_s`` (IPOPT) and ``task_time_s`` (the
 whole task on its worker), ``peak_torque`` (N m, max |tau| over knots and

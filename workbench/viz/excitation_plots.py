@@ -108,8 +108,13 @@ def plot_precision(
     *,
     ylabel: str = "predicted relative std [%]",
     title: str = "Predicted precision: designed vs initial (random) experiment",
+    missing_note: str = "nominal value 0: no relative std (see summary.json predicted_std)",
 ) -> Path:
-    """Bars of a per-parameter precision measure (log scale) for the designed and initial runs."""
+    """Bars of a per-parameter precision measure (log scale) for the designed and initial runs.
+
+    Parameters without a value (NaN: a relative std of a nominal 0) are
+    marked "*" and the footnote says why.
+    """
     designed, initial = np.asarray(designed, dtype=float), np.asarray(initial, dtype=float)
     fig = Figure(figsize=FIGSIZE, layout="constrained")
     ax = fig.subplots()
@@ -117,7 +122,13 @@ def plot_precision(
     ax.bar(x - 0.2, np.where(np.isfinite(initial), initial, np.nan), 0.4, label="initial")
     ax.bar(x + 0.2, np.where(np.isfinite(designed), designed, np.nan), 0.4, label="designed")
     ax.set_yscale("log")
-    short = [name.split(" ")[0] for name in names]
+    missing = ~np.isfinite(designed)
+    short = [
+        name.split(" ")[0] + ("*" if gone else "")
+        for name, gone in zip(names, missing, strict=True)
+    ]
+    if missing.any():
+        fig.supxlabel(f"* {missing_note}", fontsize="x-small")
     ax.set_xticks(x, short, rotation=90, fontsize="x-small")
     ax.set_ylabel(ylabel)
     ax.set_title(title)

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from workbench import closed_chains, models
 from workbench.errors import WorkbenchError
+from workbench.io import check_input_file
 from workbench.viz.scene import Robot, check_trajectory
 
 Array = NDArray[np.float64]
@@ -90,9 +91,7 @@ def trajectory_file(result: str | os.PathLike) -> Path:
     path = Path(result)
     if path.is_dir():
         path = path / TRAJECTORY_FILE
-    if not path.is_file():
-        raise WorkbenchError(f"trajectory file not found: {path}")
-    return path
+    return check_input_file(path, "trajectory file")
 
 
 def _read_t_q(path: Path) -> tuple[Array, Array]:

@@ -25,6 +25,8 @@ from meshcat.animation import Animation
 from numpy.typing import NDArray
 
 from workbench.errors import WorkbenchError
+from workbench.placements import create_data
+from workbench.urdf_check import check_urdf, parse_quietly
 
 Array = NDArray[np.float64]
 
@@ -53,14 +55,16 @@ class Robot:
         import pinocchio as pin
 
         path = Path(path)
-        if not path.is_file():
-            raise WorkbenchError(f"URDF file not found: {path}")
+        check_urdf(path)
         dirs = [str(d) for d in [path.parent, *(package_dirs or [])]]
-        try:
+
+        def parse():
             model = pin.buildModelFromUrdf(str(path))
-            visual = pin.buildGeomFromUrdf(model, str(path), pin.GeometryType.VISUAL, None, dirs)
-        except (RuntimeError, ValueError) as exc:
-            raise WorkbenchError(f"cannot load URDF {path}: {exc}") from exc
+            return model, pin.buildGeomFromUrdf(
+                model, str(path), pin.GeometryType.VISUAL, None, dirs
+            )
+
+        model, visual = parse_quietly(path, parse)
         if locked_prefixes:
             locked = [
                 j for j in range(1, model.njoints) if model.names[j].startswith(locked_prefixes)
@@ -90,7 +94,7 @@ class Robot:
         import pinocchio as pin
 
         fid = self.model.getFrameId(self.tool_frame(frame))
-        data = self.model.createData()
+        data = create_data(self.model, str(self.urdf_path))
         out = np.empty((len(q), 3))
         for k, qk in enumerate(q):
             pin.framesForwardKinematics(self.model, data, qk)
@@ -101,7 +105,7 @@ class Robot:
         """Per sample of q (K, nq): meshcat node name -> 4x4 placement (mesh scale applied)."""
         import pinocchio as pin
 
-        data = self.model.createData()
+        data = create_data(self.model, str(self.urdf_path))
         geometry_data = self.visual_model.createData()
         frames = []
         for qk in q:
