@@ -329,9 +329,6 @@ def test_with_eta_refuses_complex_and_non_finite_twists(block):
     assert np.isfinite(chain.with_eta(1e-3 * np.ones(6 * (chain.n + 1))).twists).all()
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="calibration/tables.py _read_npz: "
-                   "np.load of a .npy "
-                   "returns an ndarray, used as a context manager (TypeError)")  # fmt: skip
 def test_npy_renamed_npz_is_one_line(capsys, tmp_path):
     np.save(tmp_path / "x.npy", np.zeros((5, 3)))
     (tmp_path / "x.npy").rename(tmp_path / "x.npz")
@@ -340,8 +337,6 @@ def test_npy_renamed_npz_is_one_line(capsys, tmp_path):
                                                   "--out", str(tmp_path / "out")])  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="models.load: _is_path(None) calls None.endswith")  # fmt: skip
 def test_load_none_is_a_workbench_error():
     with pytest.raises(wb.WorkbenchError, match="model must be a model name or a URDF path"):
         wb.models.load(None)
@@ -387,8 +382,6 @@ def test_a_log_header_is_quoted_short_and_escaped(capsys, tmp_path):
     assert "SECRETHASH" * 4 not in line and "\x1b" not in line
 
 
-@pytest.mark.xfail(strict=True, reason="calibration/tables.py read_table quotes whole cells "
-                   "(the header name and the bad cell, lines 87, 268, 288)")  # fmt: skip
 def test_a_wrong_file_in_a_log_description_is_not_echoed(capsys, tmp_path):
     second = "daemon:" + "SECONDHASH" * 6
     (tmp_path / "shadow").write_text(f"{SECRET}\n{second}\n")
@@ -478,11 +471,6 @@ sys.exit(code)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pinocchio_conversion.from_pinocchio creates pinocchio.Data (nv^3 tensors); it "
-    "should use placements.neutral_placements",
-)
 def test_a_thousand_joints_load_in_well_under_a_gigabyte(tmp_path):
     urdf = tmp_path / "long.urdf"
     urdf.write_text(chain_urdf(1000))
@@ -612,8 +600,6 @@ def test_out_of_memory_is_one_line(capsys, monkeypatch):
     assert "error: out of memory" in fails(capsys, ["info", "iiwa"])
 
 
-@pytest.mark.xfail(strict=True, reason="calibration/tables.py read_table: `not path.is_file()` "
-                   "says 'file not found' for a FIFO")  # fmt: skip
 def test_a_fifo_as_log_is_not_a_regular_file(capsys, tmp_path):
     os.mkfifo(tmp_path / "log.csv")
     argv = ["calibrate", "--model", "planar_2r", "--log", str(tmp_path / "log.csv")]
@@ -621,8 +607,6 @@ def test_a_fifo_as_log_is_not_a_regular_file(capsys, tmp_path):
     assert "log.csv is a FIFO, not a regular file" in line
 
 
-@pytest.mark.xfail(strict=True, reason="commands/calibrate.py run: --out is not checked "
-                   "against --log and --model (workbench.io.check_not_input)")  # fmt: skip
 def test_calibrate_results_folder_that_holds_the_log_is_refused(capsys, tmp_path, p2r_log):
     folder = tmp_path / "r"
     folder.mkdir()

@@ -498,7 +498,7 @@ def test_missing_and_miscounted_columns(tmp_path, planar):
     wrong length names the key and both lengths; a joint table must name every joint."""
     text = '[positions]\nfile = "q.csv"\ncolumns = ["a", "c"]\n'
     message = expect_error(tmp_path, planar, text, "q.csv", "no column 'c'")
-    assert "the columns are a, b" in message
+    assert "the columns are 'a', 'b'" in message
     text = '[positions]\nfile = "q.csv"\ncolumns = ["a"]\n'
     expect_error(tmp_path, planar, text, None, "[positions] columns", "1 entries; expected 2")
     j1 = planar.joint_names[0]

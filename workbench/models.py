@@ -149,7 +149,7 @@ def load(
     refuses a model without joints (nothing to simulate or calibrate).
     """
     if not isinstance(name, str | os.PathLike):
-        raise WorkbenchError(f"a model is a name or a URDF path, not {type(name).__name__}")
+        raise WorkbenchError(f"model must be a model name or a URDF path; got {name!r:.60}")
     name = os.fspath(name)
     tool_frame = tool_frame or _tool(name)
     whole = joints is not None or bool(locked)

@@ -23,6 +23,7 @@ from workbench import inertia, lie
 from workbench.chain import PRISMATIC, REVOLUTE, Chain, Frame, check_inertias
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.placements import neutral_placements
 from workbench.urdf_check import check_urdf, parse_quietly
 
 _JOINTS = {
@@ -71,10 +72,8 @@ def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = Tru
         axis = np.array(kind[1] if kind[1] is not None else joint.extract().axis, dtype=float)
         kinds.append(kind[0])
         axes.append(axis / np.linalg.norm(axis))
-    data = model.createData()
-    pin.forwardKinematics(model, data, pin.neutral(model))
-    pin.updateFramePlacements(model, data)
-    M = np.array([data.oMi[j].homogeneous for j in range(1, model.njoints)]).reshape(n, 4, 4)
+    oMi, oMf = neutral_placements(model)  # no pinocchio.Data: its nv^3 tensors at 1,000 joints
+    M = oMi[1:].reshape(n, 4, 4)
     G_local = np.array(
         [lie.pinocchio_matrix(model.inertias[j].matrix()) for j in range(1, model.njoints)]
     ).reshape(n, 6, 6)
@@ -113,7 +112,7 @@ def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = Tru
             parent_id = model.frames[parent_id].parentFrame
         parent = model.frames[parent_id]
         attached = parent.type in (body, pin.FrameType.OP_FRAME) and parent_id not in named
-        placement = data.oMf[fid].homogeneous.copy()
+        placement = oMf[fid].copy()
         attached_to = parent.name if attached else None
         link = frame.parentJoint - 1
         frames.append(Frame(frame.name, link, placement, joint_name, attached_to))
@@ -133,7 +132,7 @@ def from_pinocchio(model, tool_frame: str | None = None, *, physical: bool = Tru
         tool_joint_name=tool_entry.joint_name,
         tool_attached_to=tool_entry.attached_to,
         tool_parent=tool.parentJoint - 1,
-        tool_frame=data.oMf[tool_id].homogeneous.copy(),
+        tool_frame=oMf[tool_id].copy(),
         gravity=np.array(model.gravity.linear),
         **_limits(model),
         frames=tuple(frames),

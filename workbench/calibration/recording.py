@@ -496,13 +496,14 @@ def _joint_block(
     From a bag, the columns are joint names in its JointState messages
     (default: the model's joint names).
     """
-    bag = bags.is_bag(reader.path(section))
-    if bag and "columns" not in section:
-        names = list(chain.joint_names)
+    if bags.is_bag(reader.path(section)):
+        field = {"positions": "position", "torques": "effort"}.get(kind, "velocity")
+        names = _column_names(section, chain, order) if "columns" in section else None
+        names = names or list(chain.joint_names)
+        table = reader.table(section, field=field, joints=names)
     else:
+        table = reader.table(section)
         names = _column_names(section, chain, order)
-    field = {"positions": "position", "torques": "effort"}.get(kind, "velocity")
-    table = reader.table(section, field=field, joints=names if bag else None)
     raw = table.values[:, [table.index(c) for c in names]]
     where = [f"{table.path}, column {table.index(c) + 1} ('{c}')" for c in names]
     side = section.string("side", "joint", choices=("joint", "motor"))

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from workbench.errors import WorkbenchError
-from workbench.io import atomic_write
+from workbench.errors import WorkbenchError, excerpt
+from workbench.io import atomic_write, check_input_file
 from workbench.lie import Array
 
 
@@ -71,9 +71,10 @@ class Table:
         try:
             return self.header.index(name)
         except ValueError:
-            listing = ", ".join(self.header)
+            listing = ", ".join(excerpt(h) for h in self.header[:20])
+            more = f" and {len(self.header) - 20} more" if len(self.header) > 20 else ""
             raise WorkbenchError(
-                f"{self.path}: line 1: no column '{name}'; the columns are {listing}"
+                f"{self.path}: line 1: no column {excerpt(name)}; the columns are {listing}{more}"
             ) from None
 
     def column(self, name: str) -> Array:
@@ -84,7 +85,7 @@ class Table:
         """'FILE: line L[, column C ('name')]' for messages about one cell."""
         text = f"{self.path}: line {int(self.lines[row])}"
         if name is not None:
-            text += f", column {self.index(name) + 1} ('{name}')"
+            text += f", column {self.index(name) + 1} ({excerpt(name)})"
         return text
 
 
@@ -101,11 +102,7 @@ def read_table(
     time column); ``progress`` shows a progress bar while a CSV file is
     parsed. The file is only read.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise WorkbenchError(f"{path} is a directory, not a table file")
-    if not path.is_file():
-        raise WorkbenchError(f"file not found: {path}")
+    path = check_input_file(path, "table file")
     if path.suffix.lower() == ".npz":
         header, values = _read_npz(path)
         lines = np.arange(values.shape[0]) + 2
@@ -119,15 +116,9 @@ def read_table(
 
 def read_header(path: str | os.PathLike) -> list[str]:
     """The column names of a CSV or NPZ table, without reading its rows (errors as read_table)."""
-    path = Path(path)
-    if path.is_dir() or not path.is_file():
-        read_table(path)  # the error for a folder or a missing file
+    path = check_input_file(path, "table file")
     if path.suffix.lower() == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return list(data.files)
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, AttributeError):
-            return _read_npz(path)[0]  # the error that names the problem
+        return _read_npz(path)[0]
     for _, text in _text_lines(path):
         if text.strip():
             return [c.strip() for c in next(csv.reader([text]))]
@@ -282,7 +273,7 @@ def _slow_parse(path: Path, header: list[str], drop_bad_rows: bool, increasing: 
             try:
                 values[k] = float(cell)
             except ValueError:
-                problem = (k, f"'{cell.strip()}' is not a number")
+                problem = (k, f"{excerpt(cell.strip())} is not a number")
                 break
         if problem is not None:
             if not drop_bad_rows:
@@ -302,7 +293,7 @@ def _slow_parse(path: Path, header: list[str], drop_bad_rows: bool, increasing: 
 
 def _raise_cell(path: Path, line: int, k: int, header: list[str], reason: str) -> None:
     raise WorkbenchError(
-        f"{path}: line {line}, column {k + 1} ('{header[k]}'): {reason} "
+        f"{path}: line {line}, column {k + 1} ({excerpt(header[k])}): {reason} "
         "(drop_bad_rows / --drop-bad-rows skips such rows)"
     )
 
@@ -313,16 +304,19 @@ def _check_header(path: Path, header: list[str]) -> None:
         if not name:
             raise WorkbenchError(f"{path}: line 1, column {k + 1}: empty column name")
         if name in seen:
-            raise WorkbenchError(f"{path}: line 1, column {k + 1} ('{name}'): duplicate column")
+            raise WorkbenchError(
+                f"{path}: line 1, column {k + 1} ({excerpt(name)}): duplicate column"
+            )
         seen.add(name)
 
 
 # ----------------------------------------------------------------------- NPZ
 def _read_npz(path: Path) -> tuple[list[str], Array]:
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if not isinstance(data, np.lib.npyio.NpzFile):
-                raise ValueError("not an NPZ archive")
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("not an NPZ archive (a single .npy array?)")
+        with data:
             table = {name: np.asarray(data[name]) for name in data.files}
     except (
         OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, AttributeError,

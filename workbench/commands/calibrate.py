@@ -157,9 +157,11 @@ def run(args: argparse.Namespace) -> int:
     from workbench.calibration.validation import EndSplit, Folds
     from workbench.dynamics.kernels import set_compile_message
     from workbench.errors import WorkbenchError, WorkbenchWarning
-    from workbench.io import check_output_directory, results_directory
+    from workbench.io import check_not_input, check_output_directory, results_directory
 
     check_output_directory(args.out)
+    model_file = args.model if Path(args.model).is_file() else None
+    check_not_input(args.out, args.log, model_file, args.validation_log, directory=True)
     _check_numbers(args)
     set_compile_message(not args.quiet)
     spec = kind(args.kind)
