@@ -6,13 +6,21 @@ offers the same operations, which :mod:`workbench.calibration.report` runs
 for any kind:
 
 * ``times`` (M,) of its samples, ``labels`` and ``unit`` of its channels;
-* ``fit(rows)``: calibrate on the samples ``rows`` (None: all);
-* ``baseline(rows)``: the nominal model's best case on those samples (for
-  the kinematic kind with an unknown device frame, the device and marker
-  frames fitted with nominal joints; otherwise the nominal model as is);
+* ``candidates``: the models it may fit, simplest first (the kinematic
+  kind's nested :class:`Candidate` s, chosen by the held-out folds in
+  :mod:`workbench.calibration.selection`; one ``None`` for the others) and
+  ``nominal_candidate``, the one that is the nominal model (or None);
+* ``fit(rows, candidate)``: calibrate on the samples ``rows`` (None: all);
+* ``baseline(rows)``: the nominal model on those samples: for the
+  kinematic kind the ``frames`` candidate (the model as loaded, joints
+  untouched, with the device and marker frames fitted on ``rows``);
+  otherwise the nominal model as loaded (None);
 * ``errors(fit, rows)`` (len(rows), k): prediction minus measurement;
   ``measured(rows)`` the measurements (torques) or None (poses);
 * ``heldout(errors, rows)``: the figures of merit, ``relative_rms`` first;
+  ``channels(errors)``: the errors as the report plots them (3-D distances
+  and angles for poses), with labels and unit; ``rms(errors)``: the RMS
+  figure of ``summary.json``'s ``rms`` entries, ``rms_convention`` what it is;
 * ``summary(fit)``, ``parameters(fit)`` (rows of ``parameters.csv``),
   ``chain(fit)`` (the calibrated model) and ``files(fit)`` (extra outputs).
 
@@ -33,11 +41,12 @@ from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.closed_chain import ClosedChainTwistProblem
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
 from workbench.calibration.dynamic import fit_equations, torque_equations
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
 from workbench.calibration.normal_equations import Split, accumulate
 from workbench.calibration.samples import Log
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.calibration.twist import TwistModel, TwistProblem, calibrate_twist
+from workbench.calibration.units import effort_unit, joint_units
 from workbench.calibration.validation import relative_rms
 from workbench.chain import Chain
 from workbench.closed_chains.kinematics import solve_passive
@@ -59,7 +68,38 @@ class Options:
     terms: tuple[str, ...] | None = None
     nominal_drives: dict[str, float] | None = None  # name -> value, e.g. from a drive file
     rotation_weight: float | None = None
+    parameters: str = "auto"  # kinematic: frames, offsets, twists or auto (chosen by the folds)
     progress: bool = False
+
+
+RIDGES = (0.0, 1e-4, 1e-2, 1.0)  # the ridge weights auto tries (KinematicProblem.ridge)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a kinematic calibration fits (``frames``, ``offsets``, ``twists``) and its ridge
+    toward the nominal (:class:`~workbench.calibration.kinematic.KinematicProblem`)."""
+
+    parameters: str
+    ridge: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.parameters if not self.ridge else f"{self.parameters}, ridge {self.ridge:g}"
+
+
+def kinematic_candidates(parameters: str) -> tuple[Candidate, ...]:
+    """The candidates of ``--parameters``: ``frames`` first (the nominal), then one forced
+    structure, or (``auto``) offsets and twists with every ridge of :data:`RIDGES`."""
+    if parameters == "auto":
+        chosen = [Candidate(p, r) for p in PARAMETERS[1:] for r in RIDGES]
+    elif parameters in PARAMETERS:
+        chosen = [Candidate(parameters)] if parameters != "frames" else []
+    else:
+        raise WorkbenchError(
+            f"unknown --parameters '{parameters}'; choose auto or one of {', '.join(PARAMETERS)}"
+        )
+    return (Candidate("frames"), *chosen)
 
 
 @dataclass(frozen=True)
@@ -88,17 +128,56 @@ def _rms(x: Array, axis=None) -> Any:
 
 
 def _torque_heldout(errors: Array, measured: Array, labels) -> dict[str, Any]:
+    """Pooled relative RMS, then per joint: relative RMS |e_j| / |tau_j| and RMS (its unit)."""
+    error2 = np.nansum(np.square(errors), axis=0)
+    measured2 = np.nansum(np.square(measured), axis=0)
     return {
         "relative_rms": relative_rms(errors + measured, measured),
+        "relative_rms_per_joint": dict(
+            zip(labels, _ratio(error2, measured2).tolist(), strict=True)
+        ),
         "rms": dict(zip(labels, _rms(errors, axis=0).tolist(), strict=True)),
     }
 
 
-# ----------------------------------------------------------------- dynamic
-class DynamicProblem:
-    """Base parameters and drive terms from joint torques (:mod:`.dynamic`)."""
+def _ratio(error2: Array, measured2: Array) -> Array:
+    """sqrt(error2 / measured2) per joint (inf where nothing was measured)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(measured2 > 0, np.sqrt(error2 / measured2), np.inf)
 
-    unit = "N m"
+
+class _TorqueKind:
+    """What the torque kinds share: one candidate, channels and RMS in each joint's unit."""
+
+    candidates: tuple[None, ...] = (None,)
+    nominal_candidate = None
+    nominal_model = (
+        "the model as loaded, with the drive file's drive terms (zero where it has none): "
+        "nothing fitted"
+    )
+    rms_convention = "RMS over the joints' samples, each in its joint's effort unit"
+
+    joint_chain: Chain  # the chain whose joints ``labels`` name
+
+    @property
+    def unit(self) -> str:
+        return effort_unit(self.joint_chain, self.labels)
+
+    def units(self) -> dict[str, Any]:
+        return {"effort": self.unit, "joints": joint_units(self.joint_chain, self.labels)}
+
+    def channels(self, errors: Array) -> tuple[Array, tuple[str, ...], str]:
+        units = self.units()
+        labels = tuple(f"{j} [{units['joints'][j]['effort']}]" for j in self.labels)
+        return errors, labels, units["effort"]
+
+    def rms(self, errors: Array) -> float:
+        return float(np.sqrt(np.nanmean(np.square(errors))))
+
+
+# ----------------------------------------------------------------- dynamic
+class DynamicProblem(_TorqueKind):
+    """Base parameters and drive terms from joint torques (:mod:`.dynamic`)."""
 
     def __init__(
         self, chain: Chain, log: Log | ChunkedLog, options: Options, split: Split | None = None
@@ -110,6 +189,7 @@ class DynamicProblem:
         self.base = base_parameters(self.model)
         self.x0 = self.model.values(_nominal_drive_values(self.model.drives, options))
         self.labels = chain.joint_names
+        self.joint_chain = chain
         if isinstance(log, ChunkedLog):
             self.equations = accumulate(
                 self.model, self.base, log, split, progress=options.progress
@@ -118,7 +198,7 @@ class DynamicProblem:
         self.equations = torque_equations(self.model, self.base, log)
         self.times = self.equations.t
 
-    def fit(self, rows: np.ndarray | None):
+    def fit(self, rows: np.ndarray | None, candidate: None = None):
         o = self.options
         return fit_equations(
             self.model, self.base, self.equations, rows, x0=self.x0, weighted=o.weighted,
@@ -139,7 +219,9 @@ class DynamicProblem:
         return _torque_heldout(errors, self.measured(rows), self.labels)
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
-        return list(zip(self.base.names, fit.beta.tolist(), fit.relative_std.tolist(), strict=True))
+        return list(
+            zip(self.base.names, fit.beta.tolist(), _relative(fit.std, fit.beta), strict=True)
+        )
 
     def chain(self, fit) -> Chain:
         return fit.chain
@@ -153,7 +235,7 @@ class DynamicProblem:
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
         return {
             "calibrated.drives.toml": drive_file_text(
-                self.model.drives, fit.drive_values, note=note
+                self.model.drives, fit.drive_values, note=note + _prismatic_note(self.units())
             )
         }
 
@@ -164,12 +246,13 @@ class DynamicProblem:
             "terms": list(self.model.drives.terms),
             "condition_number": fit.condition_number,
             "sigma_per_joint": dict(zip(self.labels, fit.sigma.tolist(), strict=True)),
+            "units": self.units(),
             "equations": {"samples": len(self.equations), "rows_fitted": fit.rows},
             "base_parameters": {
                 "names": list(self.base.names),
                 "value": fit.beta.tolist(),
                 "std": fit.std.tolist(),
-                "relative_std_percent": _finite(fit.relative_std),
+                "relative_std_percent": [std_figure(r) for r in _relative(fit.std, fit.beta)],
                 "nominal": (self.base.matrix @ self.x0).tolist(),
             },
             "standard_parameters": dict(zip(names, fit.x.tolist(), strict=True)),
@@ -181,14 +264,12 @@ class DynamicProblem:
 
 
 # ------------------------------------------------------------------- twist
-class TwistCalibrationProblem:
+class TwistCalibrationProblem(_TorqueKind):
     """Joint twists (and optionally inertias) with drive terms from torques (:mod:`.twist`).
 
     ``chain`` may be a closed chain, whose log holds the motors only
     (:mod:`workbench.calibration.closed_chain`).
     """
-
-    unit = "N m"
 
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
         self.options = options
@@ -203,11 +284,12 @@ class TwistCalibrationProblem:
         b = log.border
         self.times = log.t[:: log.decimation][b : b + n_equations]
         self.labels = chain.actuated if closed else chain.joint_names
+        self.joint_chain = self.tree
 
     def _rows(self, rows):
         return replace(self.problem, rows=rows)
 
-    def fit(self, rows: np.ndarray | None):
+    def fit(self, rows: np.ndarray | None, candidate: None = None):
         o = self.options
         return calibrate_twist(
             self.nominal, self._rows(rows), start=self.x0, loss=o.loss, f_scale=o.f_scale or 1.0,
@@ -250,7 +332,7 @@ class TwistCalibrationProblem:
         return _urdf_dynamics(self.problem.terms, fit.model.drive, self.labels)
 
     def files(self, fit) -> dict[str, str]:
-        note = "Identified by workbench calibrate --kind twist."
+        note = "Identified by workbench calibrate --kind twist." + _prismatic_note(self.units())
         files = {
             "calibrated.drives.toml": drive_file_text(
                 self.problem.terms, fit.model.drive, note=note
@@ -276,6 +358,7 @@ class TwistCalibrationProblem:
             "identifiable_dimension": int(fit.subspace.basis.shape[1]),
             "condition_number": fit.subspace.condition_number,
             "sigma": fit.solution.sigma,
+            "units": self.units(),
             "twists": fitted.twists.tolist(),
             "twist_std": np.sqrt(
                 np.einsum("nii->ni", twist_covariance(fitted, fit.covariance[:p, :p]))
@@ -299,16 +382,38 @@ class TwistCalibrationProblem:
 
 # --------------------------------------------------------------- kinematic
 class KinematicCalibrationProblem:
-    """Joint twists, marker frames and the device frame from measured poses (:mod:`.kinematic`)."""
+    """Joint twists, marker frames and the device frame from measured poses (:mod:`.kinematic`).
+
+    Position errors are 3-D distances (m), orientation errors rotation
+    angles (rad), in training and held-out figures alike. Rotations and
+    positions are weighed together by one rotation weight (m/rad) for every
+    fit and figure: ``--rotation-weight``, else the ratio of the position and
+    rotation residual RMS of the nominal model (the ``frames`` candidate) on
+    all samples.
+    """
 
     unit = "m"
+    nominal_candidate = Candidate("frames")
+    nominal_model = (
+        "the model as loaded (joint twists and zeros untouched) with the measuring device's "
+        "frame (when unknown) and the marker frames fitted on the same training samples: the "
+        "'frames' candidate"
+    )
+    rms_convention = "3-D distance, m"
 
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
         self.options = options
         self.nominal = chain
         self.problem = KinematicProblem.from_log(log)
-        self.rotation_weight = options.rotation_weight or 1.0
+        self.candidates = kinematic_candidates(options.parameters)
         self.times = log.t
+        self.rotation_weight = options.rotation_weight or 1.0
+        self._nominal_fit = None
+        if options.rotation_weight is None and self.problem.has_rotation:
+            self._nominal_fit = self._calibrate(
+                replace(self.problem, parameters="frames"), rotation_weight=None
+            )
+            self.rotation_weight = self._nominal_fit.rotation_weight
         labels = []
         for m in self.problem.markers:
             if m.position is not None:
@@ -317,25 +422,27 @@ class KinematicCalibrationProblem:
                 labels += [f"{m.name}:r{a}" for a in "xyz"]
         self.labels = tuple(labels)
 
-    def _calibrate(self, problem: KinematicProblem):
+    def _calibrate(self, problem: KinematicProblem, rotation_weight: float | None):
         o = self.options
         return calibrate_kinematic(
             self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
-            rotation_weight=o.rotation_weight, progress=o.progress,
+            rotation_weight=rotation_weight, progress=o.progress,
         )  # fmt: skip
 
-    def fit(self, rows: np.ndarray | None):
-        fit = self._calibrate(self.problem if rows is None else self.problem.subset(rows))
-        if rows is None:  # the held-out figures weigh rotations as the full fit does
-            self.rotation_weight = fit.rotation_weight
-        return fit
+    def fit(self, rows: np.ndarray | None, candidate: Candidate | None = None):
+        """Calibrate ``candidate`` (default: the last, most flexible) on ``rows`` (None: all)."""
+        candidate = candidate or self.candidates[-1]
+        if rows is None and candidate == self.nominal_candidate and self._nominal_fit:
+            return self._nominal_fit
+        problem = self.problem if rows is None else self.problem.subset(rows)
+        return self._calibrate(
+            replace(problem, parameters=candidate.parameters, ridge=candidate.ridge),
+            self.rotation_weight,
+        )
 
     def baseline(self, rows: np.ndarray | None):
-        """Device and marker frames fitted with nominal joints, when the device is unknown."""
-        if self.problem.device_known:
-            return None
-        problem = self.problem if rows is None else self.problem.subset(rows)
-        return self._calibrate(replace(problem, joints=False))
+        """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
+        return self.fit(rows, self.nominal_candidate)
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         problem = self.problem.subset(rows)
@@ -351,34 +458,46 @@ class KinematicCalibrationProblem:
     def measured(self, rows: np.ndarray) -> None:
         return None
 
+    def _split(self, errors: Array) -> tuple[dict[str, Array], dict[str, Array]]:
+        """Per marker: position error distances (N,) in m and rotation angles (N,) in rad."""
+        distances, angles = {}, {}
+        column = 0
+        for m in self.problem.markers:
+            if m.position is not None:
+                distances[m.name] = np.linalg.norm(errors[:, column : column + 3], axis=1)
+                column += 3
+            if m.rotation is not None:
+                angles[m.name] = np.linalg.norm(errors[:, column : column + 3], axis=1)
+                column += 3
+        return distances, angles
+
+    def channels(self, errors: Array) -> tuple[Array, tuple[str, ...], str]:
+        """Per marker its position error (3-D distance, m) and orientation error (angle, rad)."""
+        distances, angles = self._split(errors)
+        labels = [f"{k} position [m]" for k in distances] + [f"{k} angle [rad]" for k in angles]
+        values = np.stack([*distances.values(), *angles.values()], axis=1)
+        return values, tuple(labels), ""
+
+    def rms(self, errors: Array) -> float:
+        """RMS of the 3-D position error distances over markers and samples (m)."""
+        distances, _ = self._split(errors)
+        return float(_rms(np.stack(list(distances.values()), axis=1)))
+
     def heldout(self, errors: Array, rows: np.ndarray) -> dict[str, Any]:
-        position = np.concatenate(
-            [
-                errors[:, [k, k + 1, k + 2]]
-                for k, label in enumerate(self.labels)
-                if label.endswith(":px")
-            ],
-            axis=1,
-        ).reshape(len(rows), -1, 3)
-        rotation = [
-            errors[:, [k, k + 1, k + 2]]
-            for k, label in enumerate(self.labels)
-            if label.endswith(":rx")
-        ]
+        distances, angles = self._split(errors)
         measured = np.stack(
             [m.position[rows] for m in self.problem.markers if m.position is not None], axis=1
         )
         centred = measured - np.nanmean(measured, axis=0)
-        distance = np.linalg.norm(position, axis=2)
-        error2 = np.nanmean(distance**2)
+        error2 = np.nanmean(np.stack(list(distances.values()), axis=1) ** 2)
         spread2 = np.nanmean(np.sum(centred**2, axis=2))
-        figures = {
-            "position_rms_m": float(np.sqrt(error2)),
-            "rms": dict(zip(self.labels, _rms(errors, axis=0).tolist(), strict=True)),
-        }
-        if rotation:
-            angle = np.linalg.norm(np.stack(rotation, axis=1), axis=2)
+        figures = {"position_rms_m": float(np.sqrt(error2))}
+        per_marker = {k: {"position_rms_m": float(_rms(v))} for k, v in distances.items()}
+        if angles:
+            angle = np.stack(list(angles.values()), axis=1)
             figures["orientation_rms_rad"] = float(_rms(angle))
+            for k, v in angles.items():
+                per_marker.setdefault(k, {})["orientation_rms_rad"] = float(_rms(v))
             spread = [
                 _rotation_spread(m.rotation[rows])
                 for m in self.problem.markers
@@ -388,7 +507,7 @@ class KinematicCalibrationProblem:
             error2 += w**2 * np.nanmean(angle**2)
             spread2 += w**2 * np.mean(np.square(np.concatenate(spread)))
             figures["rotation_weight_m_per_rad"] = w
-        return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures}
+        return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures, "markers": per_marker}
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         chain, n = self.nominal, self.nominal.n
@@ -439,6 +558,8 @@ class KinematicCalibrationProblem:
                 }
                 for k, m in enumerate(self.problem.markers)
             },
+            "position_error": "3-D distance, m",
+            "orientation_error": "rotation angle, rad",
             "twists": fit.chain.twists.tolist(),
             "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
             "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
@@ -458,11 +579,39 @@ def _rotation_spread(R: Array) -> Array:
 
 # ----------------------------------------------------------------- helpers
 def _rel(std: float, value: float) -> float:
+    """Relative std in percent: 0 for a fixed parameter (std 0), inf for a value of 0."""
+    if std == 0:
+        return 0.0
     return float(100.0 * std / abs(value)) if value != 0 else float("inf")
 
 
-def _finite(x: Array) -> list[float | None]:
-    return [float(v) if np.isfinite(v) else None for v in x]
+def _relative(std: Array, values: Array) -> list[float]:
+    return [_rel(float(s), float(v)) for s, v in zip(std, values, strict=True)]
+
+
+MEANINGFUL_PERCENT = 1e-9  # relative standard deviations below this are rounding, not data
+
+
+def std_figure(percent: float) -> float | str:
+    """A relative std (percent) as reports show it: ``"0 (fixed)"`` for a parameter that was
+    not estimated (std 0: fixed by the gauge or the candidate), ``"<1e-9"`` below numerical
+    meaning, ``"inf"`` for a value of 0, else the number."""
+    if percent == 0:
+        return "0 (fixed)"
+    if not np.isfinite(percent):
+        return "inf"
+    return f"<{MEANINGFUL_PERCENT:g}" if percent < MEANINGFUL_PERCENT else float(percent)
+
+
+def _prismatic_note(units: dict[str, Any]) -> str:
+    """A sentence giving the units of the prismatic joints' drive terms ('' when none)."""
+    prismatic = [j for j, u in units["joints"].items() if u["effort"] == "N"]
+    if not prismatic:
+        return ""
+    return (
+        f" Prismatic joint(s) {', '.join(prismatic)}: fv in N s/m, fs and off in N, Ia in kg "
+        "(the units above are those of revolute joints)."
+    )
 
 
 def _urdf_dynamics(drives: Drives, values: Array, joints) -> dict[str, tuple[float, float]]:

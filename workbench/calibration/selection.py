@@ -1,0 +1,168 @@
+"""What to fit, chosen by held-out folds: every candidate model cross-validated on the same splits.
+
+A kind offers nested candidates, simplest first (the kinematic kind:
+``frames``, then ``offsets`` and ``twists``, each with a ridge toward the
+nominal; :mod:`workbench.calibration.kinds`). Each candidate is fitted on
+the training samples of every split and predicts that split's held-out
+samples; its score is the kind's pooled held-out ``relative_rms`` over all
+splits. The candidate with the lowest score is kept; a later (more
+flexible) candidate must score strictly lower to be kept over an earlier
+one. The simplest candidate is the nominal model (joints as loaded, frames
+fitted), so the kept model never predicts the held-out samples worse than
+the nominal on these folds.
+
+The held-out figures reported for the kept candidate are its scores on the
+same folds that chose it: the selection's fold score, not a nested
+cross-validation. With a handful of candidates that is slightly optimistic;
+the summary says so (:data:`SCORE_NOTE`). A second validation log, when
+given, is not used for the choice (the folds of the fitted log are), so its
+figures are an independent test of the kept model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.lie import Array
+
+SCORE_NOTE = (
+    "the kept candidate's held-out figures are its score on the same folds that chose it "
+    "(selection by cross-validation, not nested cross-validation): with several candidates "
+    "they can be slightly optimistic"
+)
+
+
+@dataclass(frozen=True)
+class Score:
+    """One candidate cross-validated: its held-out errors (N, k) (NaN where not held out),
+    the kind's figures on the held-out rows, and per-split figures."""
+
+    candidate: Any
+    errors: Array
+    rows: np.ndarray  # the rows some split held out
+    figures: dict[str, Any]
+    folds: list[dict[str, Any]]
+
+    @property
+    def name(self) -> str:
+        return getattr(self.candidate, "name", "calibrated")
+
+    @property
+    def relative_rms(self) -> float:
+        return float(self.figures["relative_rms"])
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Every candidate's :class:`Score`, the nominal's, the kept one and why."""
+
+    scores: tuple[Score, ...]
+    kept: Score
+    nominal: Score
+    reason: str
+
+    def summary(self, forced: bool) -> dict[str, Any]:
+        """The ``selection`` entry of summary.json."""
+        return {
+            "rule": "lowest held-out relative RMS over the folds; a more flexible candidate "
+            "must score strictly lower than a simpler one",
+            "forced": forced,
+            "kept": self.kept.name,
+            "reason": self.reason,
+            "candidates": [
+                {"name": s.name, **{k: v for k, v in s.figures.items() if not isinstance(v, dict)}}
+                for s in self.scores
+            ],
+            "heldout_figures": SCORE_NOTE,
+        }
+
+
+def cross_validate(
+    problem: Any,
+    splits: Sequence[tuple[np.ndarray, np.ndarray]],
+    fit: Callable[[np.ndarray], Any],
+    candidate: Any = None,
+    on_fit: Callable[[], None] = lambda: None,
+) -> Score:
+    """Fit ``fit(train)`` on every split and collect the errors on its held-out rows."""
+    errors = None
+    held = np.zeros(len(problem.times), dtype=bool)
+    folds = []
+    for train, test in splits:
+        e = problem.errors(fit(train), test)
+        if errors is None:
+            errors = np.full((len(problem.times), e.shape[1]), np.nan)
+        errors[test] = e
+        held[test] = True
+        on_fit()
+        if len(splits) <= 20:
+            numbers = problem.heldout(e, test)
+            folds.append(
+                {"samples": int(test.size)}
+                | {k: v for k, v in numbers.items() if not isinstance(v, dict)}
+            )
+    rows = np.flatnonzero(held)
+    return Score(candidate, errors, rows, problem.heldout(errors[rows], rows), folds)
+
+
+def select(
+    problem: Any,
+    splits: Sequence[tuple[np.ndarray, np.ndarray]],
+    on_fit: Callable[[], None] = lambda: None,
+    forced: bool = False,
+) -> Selection:
+    """Cross-validate every candidate of ``problem`` (and its nominal) on ``splits``; keep the
+    best (module docstring), or the last when the user ``forced`` it."""
+    scores = tuple(
+        cross_validate(problem, splits, lambda train, c=c: problem.fit(train, c), c, on_fit)
+        for c in problem.candidates
+    )
+    if problem.nominal_candidate is None:
+        nominal = cross_validate(problem, splits, problem.baseline)
+    else:
+        nominal = next(s for s in scores if s.candidate == problem.nominal_candidate)
+    kept = scores[0]
+    for score in scores[1:]:
+        if score.relative_rms < kept.relative_rms:
+            kept = score
+    if forced:
+        kept = scores[-1]
+        reason = f"forced (--parameters {kept.candidate.parameters})"
+    elif len(scores) == 1:
+        reason = "the only candidate"
+    elif kept is scores[0]:
+        reason = (
+            f"no candidate predicts the held-out samples better than {kept.name} (relative RMS "
+            f"{kept.relative_rms:.4g}; next best {_best_other(scores, kept)})"
+        )
+    else:
+        reason = (
+            f"lowest held-out relative RMS of {len(scores)} candidates: {kept.relative_rms:.4g} "
+            f"against {scores[0].relative_rms:.4g} for {scores[0].name} (next best "
+            f"{_best_other(scores, kept)})"
+        )
+    return Selection(scores, kept, nominal, reason)
+
+
+def _best_other(scores: Sequence[Score], kept: Score) -> str:
+    others = [s for s in scores if s is not kept]
+    best = min(others, key=lambda s: s.relative_rms)
+    return f"{best.name}, {best.relative_rms:.4g}"
+
+
+def table(selection: Selection) -> str:
+    """The candidates' held-out figures as text lines (for the console)."""
+    lines = ["held-out figures of the candidates (the same folds chose):"]
+    for s in selection.scores:
+        extra = ""
+        if "position_rms_m" in s.figures:
+            extra = f"  position {1e3 * s.figures['position_rms_m']:.4g} mm (3-D)"
+        if "orientation_rms_rad" in s.figures:
+            extra += f"  orientation {1e3 * s.figures['orientation_rms_rad']:.4g} mrad"
+        mark = "  <- kept" if s is selection.kept else ""
+        lines.append(f"  {s.name:<22} relative RMS {s.relative_rms:.5g}{extra}{mark}")
+    return "\n".join(lines)
