@@ -174,6 +174,10 @@ class _TorqueKind:
     def rms(self, errors: Array) -> float:
         return float(np.sqrt(np.nanmean(np.square(errors))))
 
+    def loss(self, errors: Array) -> Array:
+        """Per sample, the squared torque errors summed over the joints (the pooled score's)."""
+        return np.nansum(np.square(errors), axis=1)
+
 
 # ----------------------------------------------------------------- dynamic
 class DynamicProblem(_TorqueKind):
@@ -483,6 +487,16 @@ class KinematicCalibrationProblem:
         distances, _ = self._split(errors)
         return float(_rms(np.stack(list(distances.values()), axis=1)))
 
+    def loss(self, errors: Array) -> Array:
+        """Per sample, squared distances plus weighted squared angles over the markers (the
+        pooled score's)."""
+        distances, angles = self._split(errors)
+        out = np.nansum(np.stack(list(distances.values()), axis=1) ** 2, axis=1)
+        if angles:
+            angle2 = np.nansum(np.stack(list(angles.values()), axis=1) ** 2, axis=1)
+            out = out + self.rotation_weight**2 * angle2
+        return out
+
     def heldout(self, errors: Array, rows: np.ndarray) -> dict[str, Any]:
         distances, angles = self._split(errors)
         measured = np.stack(
@@ -600,7 +614,7 @@ def std_figure(percent: float) -> float | str:
         return "0 (fixed)"
     if not np.isfinite(percent):
         return "inf"
-    return f"<{MEANINGFUL_PERCENT:g}" if percent < MEANINGFUL_PERCENT else float(percent)
+    return "<1e-9" if percent < MEANINGFUL_PERCENT else float(percent)
 
 
 def _prismatic_note(units: dict[str, Any]) -> str:

@@ -5,11 +5,19 @@ A kind offers nested candidates, simplest first (the kinematic kind:
 nominal; :mod:`workbench.calibration.kinds`). Each candidate is fitted on
 the training samples of every split and predicts that split's held-out
 samples; its score is the kind's pooled held-out ``relative_rms`` over all
-splits. The candidate with the lowest score is kept; a later (more
-flexible) candidate must score strictly lower to be kept over an earlier
-one. The simplest candidate is the nominal model (joints as loaded, frames
-fitted), so the kept model never predicts the held-out samples worse than
-the nominal on these folds.
+splits. One candidate is the nominal model (joints as loaded, frames
+fitted). The rule:
+
+    keep the candidate with the lowest score among those that beat the
+    nominal by more than chance: by more than one standard error of the
+    mean per-sample difference of held-out squared errors (the nominal's
+    minus the candidate's, paired on the same samples); if none does, keep
+    the nominal.
+
+So the kept model never predicts the held-out samples worse than the
+nominal on these folds, and a calibration that only fits noise (better by
+chance on these samples, e.g. a heavily ridged one that is the nominal in
+all but name) does not replace it.
 
 The held-out figures reported for the kept candidate are its scores on the
 same folds that chose it: the selection's fold score, not a nested
@@ -22,6 +30,7 @@ figures are an independent test of the kept model.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +64,19 @@ class Score:
     def relative_rms(self) -> float:
         return float(self.figures["relative_rms"])
 
+    def losses(self, problem: Any) -> Array:
+        """Per held-out sample, its squared error as the score pools it (``problem.loss``)."""
+        return problem.loss(self.errors[self.rows])
+
+
+def beats(score: Score, nominal: Score, problem: Any) -> tuple[bool, float, float]:
+    """Whether ``score`` beats ``nominal`` by more than chance (module docstring), with the mean
+    per-sample improvement of the squared error and its standard error."""
+    d = nominal.losses(problem) - score.losses(problem)
+    mean = float(np.mean(d))
+    se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else math.inf
+    return mean > se, mean, se
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -65,20 +87,33 @@ class Selection:
     nominal: Score
     reason: str
 
+    improvements: tuple[tuple[bool, float, float], ...]  # per score: :func:`beats` the nominal
+
     def summary(self, forced: bool) -> dict[str, Any]:
         """The ``selection`` entry of summary.json."""
         return {
-            "rule": "lowest held-out relative RMS over the folds; a more flexible candidate "
-            "must score strictly lower than a simpler one",
+            "rule": RULE,
             "forced": forced,
             "kept": self.kept.name,
             "reason": self.reason,
             "candidates": [
-                {"name": s.name, **{k: v for k, v in s.figures.items() if not isinstance(v, dict)}}
-                for s in self.scores
+                {
+                    "name": s.name,
+                    **{k: v for k, v in s.figures.items() if not isinstance(v, dict)},
+                    "beats_nominal": better,
+                    "improvement_over_nominal": {"mean": mean, "standard_error": se},
+                }
+                for s, (better, mean, se) in zip(self.scores, self.improvements, strict=True)
             ],
             "heldout_figures": SCORE_NOTE,
         }
+
+
+RULE = (
+    "the lowest held-out relative RMS over the folds among the candidates that beat the nominal "
+    "by more than one standard error of the mean per-sample difference of held-out squared "
+    "errors (paired); the nominal when none does"
+)
 
 
 def cross_validate(
@@ -125,27 +160,27 @@ def select(
         nominal = cross_validate(problem, splits, problem.baseline)
     else:
         nominal = next(s for s in scores if s.candidate == problem.nominal_candidate)
-    kept = scores[0]
-    for score in scores[1:]:
-        if score.relative_rms < kept.relative_rms:
-            kept = score
+    improvements = tuple(beats(score, nominal, problem) for score in scores)
+    better = [s for s, (b, _, _) in zip(scores, improvements, strict=True) if b]
+    kept = min(better, key=lambda s: s.relative_rms) if better else nominal
     if forced:
         kept = scores[-1]
         reason = f"forced (--parameters {kept.candidate.parameters})"
-    elif len(scores) == 1:
-        reason = "the only candidate"
-    elif kept is scores[0]:
+    elif len(scores) == 1 and problem.nominal_candidate is None:
+        kept, reason = scores[0], "the only candidate"
+    elif kept is nominal:
         reason = (
-            f"no candidate predicts the held-out samples better than {kept.name} (relative RMS "
-            f"{kept.relative_rms:.4g}; next best {_best_other(scores, kept)})"
+            f"no candidate predicts the held-out samples better than the nominal model "
+            f"({nominal.name}, relative RMS {nominal.relative_rms:.4g}) by more than chance "
+            f"(best: {_best_other(scores, nominal)})"
         )
     else:
         reason = (
-            f"lowest held-out relative RMS of {len(scores)} candidates: {kept.relative_rms:.4g} "
-            f"against {scores[0].relative_rms:.4g} for {scores[0].name} (next best "
-            f"{_best_other(scores, kept)})"
+            f"lowest held-out relative RMS, {kept.relative_rms:.4g}, of the {len(better)} "
+            f"candidate(s) that beat the nominal ({nominal.name}, {nominal.relative_rms:.4g}) "
+            "by more than one standard error"
         )
-    return Selection(scores, kept, nominal, reason)
+    return Selection(scores, kept, nominal, reason, improvements)
 
 
 def _best_other(scores: Sequence[Score], kept: Score) -> str:

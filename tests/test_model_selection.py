@@ -1,0 +1,138 @@
+"""Kinematic calibration chooses what to fit by the held-out folds (workbench.calibration.selection).
+
+Truths the tests generate: the nominal iiwa with only its tool frame moved
+(the frames candidate is the truth), with moved joint axes
+(``perturbed_truth``), or with joint zero offsets (``q + o`` in the
+nominal's forward kinematics); measured positions with 0.5 mm noise. On the
+shipped UR10 recording (leave-one-out) the kept candidate's held-out figure
+is the lowest of all candidates that beat the nominal, and no worse than the
+best candidate's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.calibration.kinds import Options
+from workbench.calibration.kinematic import KinematicProblem
+from workbench.calibration.report import calibrate
+from workbench.calibration.simulate import perturbed_truth, simulate_log
+from workbench.calibration.validation import Folds
+from workbench.cli import main
+
+UR10 = Path(__file__).resolve().parents[1] / "models" / "ur10"
+NOISE = 5e-4  # m, per coordinate
+
+
+@pytest.fixture(scope="module")
+def iiwa():
+    return wb.models.load("iiwa")
+
+
+def measured(iiwa, truth, q: np.ndarray, seed: int) -> np.ndarray:
+    """Tool positions of ``truth`` at q (Pinocchio's forward kinematics) with 0.5 mm noise."""
+    import pinocchio as pin
+
+    model = wb.to_pinocchio(truth)
+    data = model.createData()
+    frame = model.getFrameId(truth.tool_name)
+    out = []
+    for sample in q:
+        pin.framesForwardKinematics(model, data, sample)
+        out.append(data.oMf[frame].translation.copy())
+    return np.array(out) + np.random.default_rng(seed).normal(scale=NOISE, size=(len(q), 3))
+
+
+def selection_of(report) -> dict:
+    return report.summary["heldout"]["selection"]
+
+
+def test_truth_in_the_frames_keeps_the_frames(iiwa):
+    """Only the tool frame differs from the nominal: auto keeps the nominal joints (frames)."""
+    log, _ = simulate_log(iiwa, samples=60, perturb=0.0, seed=0)
+    rng = np.random.default_rng(10)
+    truth = replace(iiwa, tool_frame=wb.lie.exp_se3(rng.normal(scale=0.01, size=6)) @ iiwa.tool_frame)
+    log = replace(log, position=measured(iiwa, truth, log.q, seed=1))
+    report = calibrate(iiwa, "kinematic", log, Folds(5))
+    selection = selection_of(report)
+    assert selection["kept"] == "frames"
+    assert np.abs(report.chain.twists - iiwa.twists).max() < 1e-14  # the joints as loaded
+    assert np.linalg.norm(report.chain.tool_frame[:3, 3] - truth.tool_frame[:3, 3]) < 5e-4
+    names = [c["name"] for c in selection["candidates"]]
+    assert names[0] == "frames" and {"offsets", "twists"} <= set(names)
+    held = report.summary["heldout"]
+    assert held["calibrated"]["relative_rms"] == held["nominal"]["relative_rms"]
+
+
+def test_joint_axis_errors_keep_the_twists(iiwa):
+    """Joint axes moved by 1e-2 (rad, m): auto keeps a twists candidate, which predicts the
+    held-out positions better than the nominal with fitted frames."""
+    log, _ = simulate_log(iiwa, samples=60, perturb=0.0, seed=0)
+    truth = perturbed_truth(iiwa, "kinematic", 1e-2, seed=0).chain
+    log = replace(log, position=measured(iiwa, truth, log.q, seed=2))
+    report = calibrate(iiwa, "kinematic", log, Folds(5))
+    selection = selection_of(report)
+    assert selection["kept"].startswith("twists")
+    held = report.summary["heldout"]
+    assert held["calibrated"]["position_rms_m"] < 0.9 * held["nominal"]["position_rms_m"]
+    assert held["calibrated"]["position_rms_m"] < 2 * NOISE * np.sqrt(3)
+
+
+def test_forced_offsets_fit_the_offsets_exactly(iiwa):
+    """Truth = the nominal read with joint zero offsets (q + o), no noise: --parameters offsets
+    predicts every position to 1e-9 m (the offsets directions and steps are exact)."""
+    log, _ = simulate_log(iiwa, samples=40, perturb=0.0, seed=3)
+    offsets = np.array([0.01, -0.02, 0.005, 0.01, -0.01, 0.02, 0.0])
+    T = wb.dynamics.kinematics.forward_kinematics(iiwa, log.q + offsets)
+    log = replace(log, position=T[:, :3, 3])
+    report = calibrate(iiwa, "kinematic", log, Folds(4), Options(parameters="offsets"))
+    assert selection_of(report)["kept"] == "offsets" and selection_of(report)["forced"]
+    predicted = wb.dynamics.kinematics.forward_kinematics(report.chain, log.q)[:, :3, 3]
+    assert np.abs(predicted - log.position).max() < 1e-9
+
+
+def test_offset_directions_are_joint_zero_changes(iiwa):
+    """The Jacobian columns of the offsets candidate equal central differences of the residual
+    in the joint values (with an unknown device frame)."""
+    log, _ = simulate_log(iiwa, samples=12, perturb=0.0, seed=4)
+    problem = replace(
+        KinematicProblem.from_log(log), parameters="offsets", device_known=False
+    )
+    model = problem.start(iiwa)
+    _, J = problem.evaluate(model)
+    P, d = problem.prior(model)
+    h = 1e-6
+    for j in range(iiwa.n):
+        dq = np.zeros(iiwa.n)
+        dq[j] = h
+        plus = replace(problem, q=problem.q + dq).residual(model)
+        minus = replace(problem, q=problem.q - dq).residual(model)
+        assert np.abs(J @ P[:, d + j] - (plus - minus) / (2 * h)).max() < 1e-8
+
+
+@pytest.fixture(scope="module")
+def ur10_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ur10") / "out"
+    args = ["calibrate", "--model", "ur10e", "--log", str(UR10 / "calibration.toml")]
+    assert main([*args, "--kind", "kinematic", "--out", str(out), "--quiet"]) == 0
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_ur10_auto_is_the_best_candidate(ur10_run):
+    held = ur10_run["heldout"]
+    assert held["scheme"] == "leave-one-out cross-validation" and held["samples"] == 23
+    selection = held["selection"]
+    candidates = {c["name"]: c for c in selection["candidates"]}
+    best = min(c["relative_rms"] for c in candidates.values())
+    after = held["calibrated"]["relative_rms"]
+    assert after <= best + 1e-12
+    assert after == candidates[selection["kept"]]["relative_rms"]  # the selection's fold score
+    assert held["nominal"]["relative_rms"] == candidates["frames"]["relative_rms"]
+    assert after <= held["nominal"]["relative_rms"]
+    assert selection["heldout_figures"].startswith("the kept candidate's held-out figures")
