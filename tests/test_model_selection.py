@@ -1,4 +1,4 @@
-"""Kinematic calibration chooses what to fit by the held-out folds (workbench.calibration.selection).
+"""Kinematic calibration chooses what to fit by held-out folds (workbench.calibration.selection).
 
 Truths the tests generate: the nominal iiwa with only its tool frame moved
 (the frames candidate is the truth), with moved joint axes
@@ -57,7 +57,8 @@ def test_truth_in_the_frames_keeps_the_frames(iiwa):
     """Only the tool frame differs from the nominal: auto keeps the nominal joints (frames)."""
     log, _ = simulate_log(iiwa, samples=60, perturb=0.0, seed=0)
     rng = np.random.default_rng(10)
-    truth = replace(iiwa, tool_frame=wb.lie.exp_se3(rng.normal(scale=0.01, size=6)) @ iiwa.tool_frame)
+    moved = wb.lie.exp_se3(rng.normal(scale=0.01, size=6)) @ iiwa.tool_frame
+    truth = replace(iiwa, tool_frame=moved)
     log = replace(log, position=measured(iiwa, truth, log.q, seed=1))
     report = calibrate(iiwa, "kinematic", log, Folds(5))
     selection = selection_of(report)

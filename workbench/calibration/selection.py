@@ -29,8 +29,8 @@ figures are an independent test of the kept model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
