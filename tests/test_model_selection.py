@@ -102,9 +102,7 @@ def test_offset_directions_are_joint_zero_changes(iiwa):
     """The Jacobian columns of the offsets candidate equal central differences of the residual
     in the joint values (with an unknown device frame)."""
     log, _ = simulate_log(iiwa, samples=12, perturb=0.0, seed=4)
-    problem = replace(
-        KinematicProblem.from_log(log), parameters="offsets", device_known=False
-    )
+    problem = replace(KinematicProblem.from_log(log), parameters="offsets", device_known=False)
     model = problem.start(iiwa)
     _, J = problem.evaluate(model)
     P, d = problem.prior(model)
