@@ -524,6 +524,9 @@ class KinematicCalibrationProblem:
         return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures, "markers": per_marker}
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
+        """eta per joint, device and marker frames (log of their poses), with relative stds:
+        0 (fixed) for those the fit did not move (outside its directions, e.g. every joint's
+        for the ``frames`` candidate)."""
         chain, n = self.nominal, self.nominal.n
         rows = []
         std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))

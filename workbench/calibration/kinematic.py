@@ -599,7 +599,10 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
     tool = [k for k, m in enumerate(problem.markers) if m.frame in (None, chain.tool_name)]
     if tool:
         calibrated = replace(calibrated, tool_frame=model.placements[tool[0]])
-    cov = solution.covariance
+    cov = solution.covariance.copy()
+    fixed = np.linalg.norm(solution.S, axis=1) < 1e-9  # parameters no step moves: std 0
+    cov[fixed] = 0.0
+    cov[:, fixed] = 0.0
     n = chain.n
     eta_cov = np.zeros((6 * (n + 1), 6 * (n + 1)))
     eta_cov[: 6 * n, : 6 * n] = cov[: 6 * n, : 6 * n]
