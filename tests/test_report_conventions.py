@@ -108,7 +108,7 @@ def pinocchio_tool_positions(urdf, tool: str, q: np.ndarray) -> np.ndarray:
 
 def test_position_errors_are_3d_distances_and_the_urdf_is_the_model(tmp_path):
     iiwa = wb.models.load("iiwa")
-    log, truth = simulate_log(iiwa, samples=80, perturb=1e-2, noise=5e-4, seed=5)
+    log, _ = simulate_log(iiwa, samples=80, perturb=1e-2, noise=5e-4, seed=5)
     report = calibrate(iiwa, "kinematic", log, Folds(4), Options(parameters="twists"))
     write_report(tmp_path, report)
     summary = json.loads((tmp_path / "summary.json").read_text())

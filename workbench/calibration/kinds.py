@@ -113,9 +113,10 @@ class Kind:
     prepare: Callable[[Chain, Log, Options], Any]
 
 
-def _drives(chain: Chain, log: Log | ChunkedLog, options: Options) -> Drives:
-    terms = options.terms or log.defaults.terms or DEFAULT_TERMS
-    return Drives(len(log.joint_names), tuple(terms), log.transmission, log.min_speed)
+def _drives(log: Log | ChunkedLog, terms: tuple[str, ...] | None = None) -> Drives:
+    """The drives of ``log`` with ``terms`` (default: the log description's, else friction)."""
+    terms = tuple(terms if terms is not None else log.defaults.terms or DEFAULT_TERMS)
+    return Drives(len(log.joint_names), terms, log.transmission, log.min_speed)
 
 
 def _nominal_drive_values(drives: Drives, options: Options) -> Array:
@@ -180,8 +181,36 @@ class _TorqueKind:
 
 
 # ----------------------------------------------------------------- dynamic
+@dataclass(frozen=True)
+class Terms:
+    """A dynamic candidate: the torque model with these drive terms (nested prefixes of the
+    log's or the default terms, chosen by the folds like the kinematic candidates)."""
+
+    terms: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return " + ".join(("inertial base parameters", *self.terms))
+
+
+@dataclass(frozen=True)
+class _TorqueSetup:
+    """The torque model of some terms, its base parameters, nominal values and equations."""
+
+    model: TorqueModel
+    base: Any
+    x0: Array
+    equations: Any
+
+
 class DynamicProblem(_TorqueKind):
-    """Base parameters and drive terms from joint torques (:mod:`.dynamic`)."""
+    """Base parameters and drive terms from joint torques (:mod:`.dynamic`).
+
+    Candidates (in-memory logs, ``parameters`` auto and no ``terms`` given):
+    the inertial base parameters alone, then with each of the log's (or the
+    default) drive terms added in their order; given ``terms`` are fitted as
+    they are.
+    """
 
     def __init__(
         self, chain: Chain, log: Log | ChunkedLog, options: Options, split: Split | None = None
@@ -189,23 +218,43 @@ class DynamicProblem(_TorqueKind):
         """``split``: the validation blocks of a large log's accumulated equations
         (:mod:`workbench.calibration.normal_equations`); its problem has no ``times``."""
         self.options = options
-        self.model = TorqueModel(chain, _drives(chain, log, options))
-        self.base = base_parameters(self.model)
-        self.x0 = self.model.values(_nominal_drive_values(self.model.drives, options))
+        self.log = log
+        drives = _drives(log, options.terms)
         self.labels = chain.joint_names
         self.joint_chain = chain
+        self.setups: dict[tuple[str, ...], _TorqueSetup] = {}
+        full = self.setup(drives.terms, split)
+        self.model, self.base, self.x0, self.equations = (
+            full.model, full.base, full.x0, full.equations,
+        )  # fmt: skip
         if isinstance(log, ChunkedLog):
-            self.equations = accumulate(
-                self.model, self.base, log, split, progress=options.progress
-            )
             return
-        self.equations = torque_equations(self.model, self.base, log)
         self.times = self.equations.t
+        if options.terms is None and options.parameters == "auto" and drives.terms:
+            terms = drives.terms
+            self.candidates = tuple(Terms(terms[:k]) for k in range(len(terms) + 1))
 
-    def fit(self, rows: np.ndarray | None, candidate: None = None):
+    def setup(self, terms: tuple[str, ...], split: Split | None = None) -> _TorqueSetup:
+        """The torque model with ``terms``, built once."""
+        if terms not in self.setups:
+            log, options = self.log, self.options
+            drives = _drives(log, terms)
+            model = TorqueModel(self.joint_chain, drives)
+            base = base_parameters(model)
+            x0 = model.values(_nominal_drive_values(drives, options))
+            if isinstance(log, ChunkedLog):
+                equations = accumulate(model, base, log, split, progress=options.progress)
+            else:
+                equations = torque_equations(model, base, log)
+            self.setups[terms] = _TorqueSetup(model, base, x0, equations)
+        return self.setups[terms]
+
+    def fit(self, rows: np.ndarray | None, candidate: Terms | None = None):
+        """Identify the model of ``candidate`` (default: all terms) on ``rows`` (None: all)."""
         o = self.options
+        s = self.setup(candidate.terms) if candidate else self.setups[self.model.drives.terms]
         return fit_equations(
-            self.model, self.base, self.equations, rows, x0=self.x0, weighted=o.weighted,
+            s.model, s.base, s.equations, rows, x0=s.x0, weighted=o.weighted,
             loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
         )  # fmt: skip
 
@@ -213,8 +262,10 @@ class DynamicProblem(_TorqueKind):
         return None
 
     def errors(self, fit, rows: np.ndarray) -> Array:
-        beta = self.base.matrix @ self.x0 if fit is None else fit.beta
-        return self.equations.X[rows] @ beta - self.equations.tau[rows]
+        if fit is None:
+            return self.equations.X[rows] @ (self.base.matrix @ self.x0) - self.equations.tau[rows]
+        X = self.setups[fit.model.drives.terms].equations.X
+        return X[rows] @ fit.beta - self.equations.tau[rows]
 
     def measured(self, rows: np.ndarray) -> Array:
         return self.equations.tau[rows]
@@ -223,41 +274,41 @@ class DynamicProblem(_TorqueKind):
         return _torque_heldout(errors, self.measured(rows), self.labels)
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
-        return list(
-            zip(self.base.names, fit.beta.tolist(), _relative(fit.std, fit.beta), strict=True)
-        )
+        names = fit.base.names
+        return list(zip(names, fit.beta.tolist(), _relative(fit.std, fit.beta), strict=True))
 
     def chain(self, fit) -> Chain:
         return fit.chain
 
     def dynamics(self, fit) -> dict[str, tuple[float, float]]:
-        return _urdf_dynamics(self.model.drives, fit.drive_values, self.labels)
+        return _urdf_dynamics(fit.model.drives, fit.drive_values, self.labels)
 
     def files(self, fit) -> dict[str, str]:
-        if not self.model.drives.names:
+        if not fit.model.drives.names:
             return {}
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
         return {
             "calibrated.drives.toml": drive_file_text(
-                self.model.drives, fit.drive_values, note=note + _prismatic_note(self.units())
+                fit.model.drives, fit.drive_values, note=note + _prismatic_note(self.units())
             )
         }
 
     def summary(self, fit) -> dict[str, Any]:
-        n = self.model.chain.n
-        names = self.model.names
+        n = fit.model.chain.n
+        names = fit.model.names
+        x0 = self.setups[fit.model.drives.terms].x0
         return {
-            "terms": list(self.model.drives.terms),
+            "terms": list(fit.model.drives.terms),
             "condition_number": fit.condition_number,
             "sigma_per_joint": dict(zip(self.labels, fit.sigma.tolist(), strict=True)),
             "units": self.units(),
             "equations": {"samples": len(self.equations), "rows_fitted": fit.rows},
             "base_parameters": {
-                "names": list(self.base.names),
+                "names": list(fit.base.names),
                 "value": fit.beta.tolist(),
                 "std": fit.std.tolist(),
                 "relative_std_percent": [std_figure(r) for r in _relative(fit.std, fit.beta)],
-                "nominal": (self.base.matrix @ self.x0).tolist(),
+                "nominal": (fit.base.matrix @ x0).tolist(),
             },
             "standard_parameters": dict(zip(names, fit.x.tolist(), strict=True)),
             "phi_order": ["m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"],
@@ -278,7 +329,7 @@ class TwistCalibrationProblem(_TorqueKind):
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
         self.options = options
         self.nominal = chain
-        drives = _drives(chain, log, options)
+        drives = _drives(log, options.terms)
         closed = isinstance(chain, ClosedChain)
         kind = ClosedChainTwistProblem if closed else TwistProblem
         self.problem = kind(log, options.inertial, drives)

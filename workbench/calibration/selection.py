@@ -50,15 +50,12 @@ class Score:
     """One candidate cross-validated: its held-out errors (N, k) (NaN where not held out),
     the kind's figures on the held-out rows, and per-split figures."""
 
+    name: str
     candidate: Any
     errors: Array
     rows: np.ndarray  # the rows some split held out
     figures: dict[str, Any]
     folds: list[dict[str, Any]]
-
-    @property
-    def name(self) -> str:
-        return getattr(self.candidate, "name", "calibrated")
 
     @property
     def relative_rms(self) -> float:
@@ -122,8 +119,10 @@ def cross_validate(
     fit: Callable[[np.ndarray], Any],
     candidate: Any = None,
     on_fit: Callable[[], None] = lambda: None,
+    name: str | None = None,
 ) -> Score:
-    """Fit ``fit(train)`` on every split and collect the errors on its held-out rows."""
+    """Fit ``fit(train)`` on every split and collect the errors on its held-out rows
+    (``name``: default the candidate's, else "calibrated")."""
     errors = None
     held = np.zeros(len(problem.times), dtype=bool)
     folds = []
@@ -141,7 +140,8 @@ def cross_validate(
                 | {k: v for k, v in numbers.items() if not isinstance(v, dict)}
             )
     rows = np.flatnonzero(held)
-    return Score(candidate, errors, rows, problem.heldout(errors[rows], rows), folds)
+    name = name or getattr(candidate, "name", "calibrated")
+    return Score(name, candidate, errors, rows, problem.heldout(errors[rows], rows), folds)
 
 
 def select(
@@ -157,7 +157,7 @@ def select(
         for c in problem.candidates
     )
     if problem.nominal_candidate is None:
-        nominal = cross_validate(problem, splits, problem.baseline)
+        nominal = cross_validate(problem, splits, problem.baseline, name="nominal")
     else:
         nominal = next(s for s in scores if s.candidate == problem.nominal_candidate)
     improvements = tuple(beats(score, nominal, problem) for score in scores)
