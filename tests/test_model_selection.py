@@ -135,3 +135,23 @@ def test_ur10_auto_is_the_best_candidate(ur10_run):
     assert held["nominal"]["relative_rms"] == candidates["frames"]["relative_rms"]
     assert after <= held["nominal"]["relative_rms"]
     assert selection["heldout_figures"].startswith("the kept candidate's held-out figures")
+
+
+def test_tx40_auto_is_the_best_candidate(tmp_path):
+    """TX40 torques, 5 contiguous folds: the drive terms of the log description are added one
+    by one; the kept model's held-out figure is no worse than any candidate's."""
+    out = tmp_path / "out"
+    tx40 = UR10.parent / "staubli_tx40" / "identification.toml"
+    args = ["calibrate", "--model", "staubli_tx40", "--log", str(tx40), "--kind", "dynamic"]
+    assert main([*args, "--physical", "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    held = summary["heldout"]
+    assert held["scheme"].startswith("blocked cross-validation, 5")
+    selection = held["selection"]
+    names = [c["name"] for c in selection["candidates"]]
+    terms = ["friction", "rotor_inertia", "offset", "coupled_motors"]
+    assert names == [" + ".join(["inertial base parameters", *terms[:k]]) for k in range(5)]
+    best = min(c["relative_rms"] for c in selection["candidates"])
+    assert held["calibrated"]["relative_rms"] <= best + 1e-12
+    assert held["calibrated"]["relative_rms"] < held["nominal"]["relative_rms"]
+    assert summary["terms"] == terms
