@@ -143,7 +143,7 @@ def test_tx40_auto_is_the_best_candidate(tmp_path):
     out = tmp_path / "out"
     tx40 = UR10.parent / "staubli_tx40" / "identification.toml"
     args = ["calibrate", "--model", "staubli_tx40", "--log", str(tx40), "--kind", "dynamic"]
-    assert main([*args, "--physical", "--out", str(out), "--quiet"]) == 0
+    assert main([*args, "--out", str(out), "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     held = summary["heldout"]
     assert held["scheme"].startswith("blocked cross-validation, 5")
