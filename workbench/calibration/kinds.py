@@ -68,7 +68,9 @@ class Options:
     terms: tuple[str, ...] | None = None
     nominal_drives: dict[str, float] | None = None  # name -> value, e.g. from a drive file
     rotation_weight: float | None = None
-    parameters: str = "auto"  # kinematic: frames, offsets, twists or auto (chosen by the folds)
+    # kinematic: frames, offsets, twists or auto (chosen by the folds, with a ridge); with
+    # auto the dynamic kind also chooses its drive terms (DynamicProblem)
+    parameters: str = "auto"
     progress: bool = False
 
 
@@ -368,6 +370,7 @@ class TwistCalibrationProblem(_TorqueKind):
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         chain, n = self.tree, self.tree.n
         std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
+        std[np.linalg.norm(fit.solution.S, axis=1) < 1e-9] = 0.0  # not moved: fixed
         rows = []
         names = [*chain.joint_names, f"tool:{chain.tool_name}"]
         for k, name in enumerate(names[:n]):
@@ -628,6 +631,12 @@ class KinematicCalibrationProblem:
             },
             "position_error": "3-D distance, m",
             "orientation_error": "rotation angle, rad",
+            "parameters": fit.parameters,
+            "ridge": fit.ridge,
+            "joint_coordinates": {
+                "meaning": _COORDINATES[fit.parameters],
+                "value": fit.model.coordinates.tolist(),
+            },
             "twists": fit.chain.twists.tolist(),
             "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
             "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
@@ -636,6 +645,14 @@ class KinematicCalibrationProblem:
             ),
         }
         return summary
+
+
+_COORDINATES = {
+    "frames": "none: the joints are as loaded",
+    "offsets": "joint zero offsets o (q + o), rad for revolute and m for prismatic joints",
+    "twists": "the joints' move from the nominal in its twist-changing eta directions "
+    "(identifiable_eta_basis of the nominal), rad and m",
+}
 
 
 def _rotation_spread(R: Array) -> Array:

@@ -460,6 +460,8 @@ class KinematicFit:
     subspace: Subspace  # identifiable directions at the nominal
     solution: Solution
     rotation_weight: float
+    parameters: str = "twists"  # what was fitted (KinematicProblem.parameters)
+    ridge: float = 0.0
 
 
 def calibrate_kinematic(
@@ -618,4 +620,6 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
         subspace=nominal_subspace,
         solution=solution,
         rotation_weight=problem.rotation_weight,
+        parameters=problem.parameters,
+        ridge=problem.ridge,
     )

@@ -481,6 +481,7 @@ def write_report(
             plot_heldout_torques(
                 directory / "heldout_torques.png", h.t, h.measured, h.measured + h.after,
                 h.measured + h.before, h.labels,
+                ylabel="torque [N m]" if h.unit == "N m" else "effort [unit in each title]",
             )
         )  # fmt: skip
     summary = report.summary | {
