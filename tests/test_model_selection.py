@@ -35,18 +35,24 @@ def iiwa():
     return wb.models.load("iiwa")
 
 
-def measured(iiwa, truth, q: np.ndarray, seed: int) -> np.ndarray:
-    """Tool positions of ``truth`` at q (Pinocchio's forward kinematics) with 0.5 mm noise."""
+def tool_positions(chain, q: np.ndarray) -> np.ndarray:
+    """Tool positions (N, 3) of ``chain`` at q, by Pinocchio's forward kinematics."""
     import pinocchio as pin
 
-    model = wb.to_pinocchio(truth)
+    model = wb.to_pinocchio(chain)
     data = model.createData()
-    frame = model.getFrameId(truth.tool_name)
+    frame = model.getFrameId(chain.tool_name)
     out = []
     for sample in q:
         pin.framesForwardKinematics(model, data, sample)
         out.append(data.oMf[frame].translation.copy())
-    return np.array(out) + np.random.default_rng(seed).normal(scale=NOISE, size=(len(q), 3))
+    return np.array(out)
+
+
+def measured(truth, q: np.ndarray, seed: int) -> np.ndarray:
+    """Tool positions of ``truth`` at q with 0.5 mm noise."""
+    noise = np.random.default_rng(seed).normal(scale=NOISE, size=(len(q), 3))
+    return tool_positions(truth, q) + noise
 
 
 def selection_of(report) -> dict:
@@ -59,7 +65,7 @@ def test_truth_in_the_frames_keeps_the_frames(iiwa):
     rng = np.random.default_rng(10)
     moved = wb.lie.exp_se3(rng.normal(scale=0.01, size=6)) @ iiwa.tool_frame
     truth = replace(iiwa, tool_frame=moved)
-    log = replace(log, position=measured(iiwa, truth, log.q, seed=1))
+    log = replace(log, position=measured(truth, log.q, seed=1))
     report = calibrate(iiwa, "kinematic", log, Folds(5))
     selection = selection_of(report)
     assert selection["kept"] == "frames"
@@ -76,7 +82,7 @@ def test_joint_axis_errors_keep_the_twists(iiwa):
     held-out positions better than the nominal with fitted frames."""
     log, _ = simulate_log(iiwa, samples=60, perturb=0.0, seed=0)
     truth = perturbed_truth(iiwa, "kinematic", 1e-2, seed=0).chain
-    log = replace(log, position=measured(iiwa, truth, log.q, seed=2))
+    log = replace(log, position=measured(truth, log.q, seed=2))
     report = calibrate(iiwa, "kinematic", log, Folds(5))
     selection = selection_of(report)
     assert selection["kept"].startswith("twists")
@@ -155,3 +161,25 @@ def test_tx40_auto_is_the_best_candidate(tmp_path):
     assert held["calibrated"]["relative_rms"] <= best + 1e-12
     assert held["calibrated"]["relative_rms"] < held["nominal"]["relative_rms"]
     assert summary["terms"] == terms
+
+
+def test_a_second_log_tests_what_the_first_log_chose(iiwa):
+    """With a validation log, the fitted log's own folds choose (its description's scheme, here
+    5 folds) and the second log, which no choice saw, gives the figures."""
+    log, _ = simulate_log(iiwa, samples=60, perturb=0.0, seed=7)
+    log = replace(log, defaults=replace(log.defaults, folds=5))
+    other, _ = simulate_log(iiwa, samples=30, perturb=0.0, seed=8)
+    truth = perturbed_truth(iiwa, "kinematic", 1e-2, seed=1).chain
+    log = replace(log, position=measured(truth, log.q, seed=9))
+    other = replace(other, position=measured(truth, other.q, seed=10), source="second")
+    report = calibrate(iiwa, "kinematic", log, other)
+    held = report.summary["heldout"]
+    assert held["scheme"] == "second log second" and held["samples"] == 30
+    assert held["selection"]["scheme"] == "blocked cross-validation, 5 contiguous folds"
+    assert held["selection"]["kept"].startswith("twists")
+    # the figures are the kept model's on the second log (Pinocchio's forward kinematics)
+    predicted = tool_positions(report.chain, other.q)
+    distance = np.linalg.norm(predicted - other.position, axis=1)
+    assert held["calibrated"]["position_rms_m"] == pytest.approx(
+        np.sqrt(np.mean(distance**2)), rel=1e-9
+    )

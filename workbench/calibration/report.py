@@ -167,7 +167,7 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
     fits = len(problem.candidates) + (problem.nominal_candidate is None)
     bar.total += len(splits) * fits
     bar.set_description(f"{kind_name} calibration: validation fits")
-    forced = options.parameters != "auto"
+    forced = options.parameters if options.parameters != "auto" else None
     selection = select(problem, splits, bar.update, forced=forced)
     if len(problem.candidates) > 1 and options.progress:
         print(selection_table(selection), file=sys.stderr)
@@ -181,7 +181,8 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
     folds: list[dict[str, Any]] = []
     shown = problem
     if second:
-        other = shown = spec.prepare(chain, validation, quiet)
+        weight = getattr(problem, "rotation_weight", options.rotation_weight)  # as fitted
+        other = shown = spec.prepare(chain, validation, replace(quiet, rotation_weight=weight))
         rows = np.arange(len(other.times))
         after = other.errors(full, rows)
         before = other.errors(other.baseline(None), rows)
@@ -211,7 +212,7 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
         nominal_model=problem.nominal_model,
     )  # fmt: skip
     if len(problem.candidates) > 1:
-        summary["heldout"]["selection"] = selection.summary(forced)
+        summary["heldout"]["selection"] = selection.summary(forced is not None)
         if second:
             summary["heldout"]["selection"]["scheme"] = scheme.label
     summary.update(fitted)
@@ -349,14 +350,6 @@ def _check_measurable(log: Log, samples: int, *figures: dict[str, Any]) -> None:
         "relative RMS is undefined: too few, or measurements that do not vary); hold out more "
         "samples (--validation, --folds) or log more"
     )
-
-
-def _rms(r: Array) -> float:
-    return float(np.sqrt(np.nanmean(np.square(r))))
-
-
-def _numbers(figures: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in figures.items() if not isinstance(v, dict)}
 
 
 def json_ready(value: Any) -> Any:

@@ -148,10 +148,10 @@ def select(
     problem: Any,
     splits: Sequence[tuple[np.ndarray, np.ndarray]],
     on_fit: Callable[[], None] = lambda: None,
-    forced: bool = False,
+    forced: str | None = None,
 ) -> Selection:
     """Cross-validate every candidate of ``problem`` (and its nominal) on ``splits``; keep the
-    best (module docstring), or the last when the user ``forced`` it."""
+    best (module docstring), or the last when the user ``forced`` it (the option's value)."""
     scores = tuple(
         cross_validate(problem, splits, lambda train, c=c: problem.fit(train, c), c, on_fit)
         for c in problem.candidates
@@ -165,7 +165,7 @@ def select(
     kept = min(better, key=lambda s: s.relative_rms) if better else nominal
     if forced:
         kept = scores[-1]
-        reason = f"forced (--parameters {kept.candidate.parameters})"
+        reason = f"forced (--parameters {forced})"
     elif len(scores) == 1 and problem.nominal_candidate is None:
         kept, reason = scores[0], "the only candidate"
     elif kept is nominal:
