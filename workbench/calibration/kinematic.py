@@ -39,6 +39,15 @@ is the nominal one moved least onto its calibrated axis
 Position-only data leave, e.g., a marker's own rotation unseen; those
 directions are reported and kept.
 
+What the joints may do is one of nested candidates (``parameters``): nothing
+(``frames``: the device and marker frames only, the nominal kinematics' best
+case), a zero offset per joint (``offsets``: ``q_j + o_j``, which is exactly
+the eta ``A_j o_j`` on every joint and marker after j, applied joint by
+joint so that the model stays the nominal with offsets), or every twist
+(``twists``). Joints start from the ``frames`` fit, and an optional ridge
+pulls their coordinates toward the nominal (:class:`KinematicProblem`);
+:mod:`workbench.calibration.selection` chooses among them by held-out folds.
+
 Position and rotation residuals are made commensurate by ``rotation_weight``
 (metres per radian); by default it is estimated from the data: a first fit
 with 1 m/rad, then the weight is the ratio of the position and rotation
