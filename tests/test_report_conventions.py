@@ -22,8 +22,9 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.kinds import Options, std_figure
-from workbench.calibration.report import calibrate, calibrated_urdf, write_report
+from workbench.calibration.report import calibrate, write_report
 from workbench.calibration.simulate import simulate_log
+from workbench.calibration.urdf_check import calibrated_urdf
 from workbench.calibration.validation import Folds
 from workbench.errors import WorkbenchWarning
 

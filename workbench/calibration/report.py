@@ -62,8 +62,6 @@ import json
 import math
 import os
 import sys
-import tempfile
-import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -75,13 +73,12 @@ from workbench.calibration.kinds import Options, kind, std_figure
 from workbench.calibration.samples import Log
 from workbench.calibration.selection import select
 from workbench.calibration.selection import table as selection_table
+from workbench.calibration.urdf_check import calibrated_urdf
 from workbench.calibration.validation import EndSplit, Folds, relative_rms
-from workbench.chain import Chain, impossible_inertias
-from workbench.errors import WorkbenchError, WorkbenchWarning
+from workbench.chain import Chain
+from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
 from workbench.lie import Array
-from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
-from workbench.urdf import urdf_string
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
 from workbench.viz.report_page import write_report_page
 
@@ -277,57 +274,6 @@ def report_of(problem, fit, summary: dict, heldout: HeldOut) -> CalibrationRepor
         dynamics,
         urdf,
     )
-
-
-URDF_TOLERANCE = 1e-9  # largest difference between the model and its URDF read back
-
-
-def calibrated_urdf(
-    chain: Chain, dynamics: dict[str, tuple[float, float]]
-) -> tuple[str | None, dict[str, Any]]:
-    """The URDF text of ``chain`` if it is exactly ``chain``, else None and a warning.
-
-    Refused: link inertias that no body has (a negative mass, ...: URDF
-    stores a mass, a centre of mass and an inertia about it, and such links
-    do not survive the trip), every such link named; and any model whose URDF,
-    read back by Pinocchio, differs from it by more than
-    :data:`URDF_TOLERANCE` in twists, tool frame or inertial parameters. The
-    parameters stay in ``parameters.csv`` and ``summary.json``. Returns the
-    text (or None) and the check for ``summary.json``.
-    """
-    impossible = impossible_inertias(chain)
-    if impossible:
-        reason = (
-            f"the calibrated model has {len(impossible)} link(s) with physically impossible "
-            f"inertias ({'; '.join(impossible)}); no URDF can hold them, so calibrated.urdf "
-            "is not written (the identified parameters are in parameters.csv and "
-            "summary.json; calibrate with --physical for a physically consistent model)"
-        )
-        warnings.warn(reason, WorkbenchWarning, stacklevel=3)
-        return None, {"written": False, "reason": reason, "impossible_links": impossible}
-    text = urdf_string(chain, dynamics=dynamics)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "calibrated.urdf"
-        path.write_text(text)
-        reloaded = from_pinocchio(load_urdf_model(path), tool_frame=chain.tool_name)
-    difference = {"joint_names": 0.0 if reloaded.joint_names == chain.joint_names else math.inf}
-    if math.isfinite(difference["joint_names"]):
-        difference |= {
-            "twists": float(np.abs(reloaded.twists - chain.twists).max()),
-            "tool_frame": float(np.abs(reloaded.tool_frame - chain.tool_frame).max()),
-            "phi": float(np.abs(reloaded.phi - chain.phi).max()),
-        }
-    worst = max(difference.values())
-    check = {"written": worst <= URDF_TOLERANCE, "reload_max_difference": difference,
-             "tolerance": URDF_TOLERANCE}  # fmt: skip
-    if worst <= URDF_TOLERANCE:
-        return text, check
-    reason = (
-        f"calibrated.urdf read back differs from the calibrated model by {worst:.3g} (more than "
-        f"{URDF_TOLERANCE:g}: {difference}); it is not written"
-    )
-    warnings.warn(reason, WorkbenchWarning, stacklevel=3)
-    return None, check | {"reason": reason}
 
 
 def _check_determined(log: Log, residuals: Array, parameters: int | None) -> None:
