@@ -99,16 +99,21 @@ class KinematicModel:
     """A chain, the base frame seen from the device (4, 4), and marker placements (M, 4, 4).
 
     ``coordinates`` (k,) hold how far the joints moved from the nominal in the
-    problem's joint directions (offsets in rad or m; for twists the
-    coordinates in ``basis``, the twist-changing eta directions at the
-    nominal, kept fixed so that coordinates add up): what the ridge weighs.
+    problem's joint directions, what the ridge weighs: offsets in rad or m;
+    for twists ``T (A - A_nominal)``, the twists' change in the coordinates
+    of the twist-changing eta directions B at the nominal
+    (``identifiable_eta_basis``; ``T`` (k, 6 n) is the left inverse of their
+    twist changes ``-ad_A B``, eq. 8). Both are functions of the model
+    (twists, not joint frames, which the data do not fix), not of the path
+    the fit took to it.
     """
 
     chain: Chain
     device: Array
     placements: Array
     coordinates: Array = field(default_factory=lambda: np.zeros(0))
-    basis: Array | None = None  # (6 n, k) twists: the nominal's identifiable eta directions
+    reference: Array | None = None  # (n, 6) twists: the nominal's twists
+    twist_map: Array | None = None  # (k, 6 n) twists: T above
 
 
 @dataclass(frozen=True)
@@ -210,12 +215,14 @@ class KinematicProblem:
         """The nominal model: identity device frame, marker frames from the chain."""
         placements = np.array([_placement(chain, m) for m in self.markers]).reshape(-1, 4, 4)
         n = chain.n
-        basis = None
+        reference = twist_map = None
         size = {"frames": 0, "offsets": n}.get(self.parameters)
         if self.parameters == "twists":
             basis = identifiable_eta_basis(chain)[: 6 * n, :-6]
+            reference = chain.twists.copy()
+            twist_map = np.linalg.pinv(block_diag(*-lie.ad(chain.twists)) @ basis)
             size = basis.shape[1]
-        return KinematicModel(chain, np.eye(4), placements, np.zeros(size), basis)
+        return KinematicModel(chain, np.eye(4), placements, np.zeros(size), reference, twist_map)
 
     def _model(self, model: Chain | KinematicModel) -> KinematicModel:
         return self.start(model) if isinstance(model, Chain) else model
@@ -235,17 +242,21 @@ class KinematicProblem:
         d, _ = self.sizes
         k = model.coordinates.size
         step = np.zeros(k)
-        if k:  # the step's joint coordinates (delta lies in the span of the directions)
+        if self.parameters == "offsets":  # the offsets of the step (delta is in span(P))
             P, _ = self.prior(model)
             step = np.linalg.lstsq(P, delta, rcond=None)[0][d : d + k]
-            if self.parameters == "offsets":
-                delta = delta - P[:, d : d + k] @ step  # the frames' part
+            delta = delta - P[:, d : d + k] @ step  # the frames' part
         chain = model.chain.with_eta(np.concatenate([delta[: 6 * n], np.zeros(6)]))
         device = model.device
         if d:
             device = lie.exp_se3(delta[6 * n : 6 * n + 6]) @ device
         frames = lie.exp_se3(delta[6 * n + d :].reshape(-1, 6)) @ model.placements
-        moved = KinematicModel(chain, device, frames, model.coordinates + step, model.basis)
+        coordinates = model.coordinates + step
+        if self.parameters == "twists":
+            coordinates = model.twist_map @ (chain.twists - model.reference).ravel()
+        moved = replace(
+            model, chain=chain, device=device, placements=frames, coordinates=coordinates
+        )
         if self.parameters == "offsets":
             for j in np.flatnonzero(step):
                 P, _ = self.prior(moved)
@@ -263,8 +274,8 @@ class KinematicProblem:
         Joints: none (``frames``); per joint j the zero offset, ``A_j`` on the
         eta block of every joint after j and on the frame of every marker
         after j (``offsets``, at the current twists, so that steps add up
-        exactly); the twist-changing eta directions of the nominal
-        (``twists``, ``model.basis``).
+        exactly); the twist-changing eta directions at the current twists
+        (``twists``).
         """
         chain = model.chain
         n = chain.n
@@ -280,11 +291,25 @@ class KinematicProblem:
                     joints[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6, j] = chain.twists[j]
             frames = block_diag(np.zeros((6 * n, 0)), np.eye(d), np.eye(m))
             return np.hstack([frames[:, :d], joints, frames[:, d:]]), d
-        joints = np.zeros((6 * n, 0)) if self.parameters == "frames" else model.basis
+        joints = np.zeros((6 * n, 0))
+        if self.parameters == "twists":
+            joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
         P = block_diag(joints, np.eye(d), np.eye(m))
         k = joints.shape[1]
         order = np.r_[k : k + d, :k, k + d : P.shape[1]]  # device first (preferred)
         return P[:, order], d
+
+    def coordinate_jacobian(self, model: KinematicModel, linear: Linearisation) -> Array:
+        """``d coordinates / d delta`` (k, p) at ``model`` (:class:`KinematicModel`): offsets
+        add up (P's joint rows of ``P^+``); for twists ``T (-ad_{A_j})`` per joint (eq. 8)."""
+        d, _ = self.sizes
+        k = model.coordinates.size
+        if self.parameters != "twists":
+            return linear.coordinates[d : d + k]
+        out = np.zeros((k, linear.P.shape[0]))
+        n = model.chain.n
+        out[:, : 6 * n] = model.twist_map @ block_diag(*-lie.ad(model.chain.twists))
+        return out
 
     # ------------------------------------------------------------ residuals
     def residual(self, model: Chain | KinematicModel) -> Array:
@@ -471,6 +496,7 @@ class KinematicFit:
     rotation_weight: float
     parameters: str = "twists"  # what was fitted (KinematicProblem.parameters)
     ridge: float = 0.0
+    prior_weight: Array | None = None  # (k,) ridge * s_i^2: the prior is sum w_i c_i^2 / 2
 
 
 def calibrate_kinematic(
@@ -589,7 +615,7 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
             S = subspace(linear).basis
             A, g = linear.normal_equations(S)
             if ridge:  # the prior on the joint coordinates of a step S z
-                CS = linear.coordinates[d : d + k] @ S
+                CS = problem.coordinate_jacobian(model, linear) @ S
                 A = A + CS.T @ (prior_weight[:, None] * CS)
                 g = g + CS.T @ (prior_weight * model.coordinates)
             return S, A, g
@@ -631,4 +657,5 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
         rotation_weight=problem.rotation_weight,
         parameters=problem.parameters,
         ridge=problem.ridge,
+        prior_weight=prior_weight,
     )
