@@ -206,12 +206,12 @@ def test_report_files(iiwa, tmp_path):
     assert summary["heldout_relative_rms"] == summary["heldout"]["calibrated"]["relative_rms"]
     assert (tmp_path / "parameters.csv").read_text().startswith("name,value,rel_std_percent\n")
     assert (tmp_path / "residuals.png").stat().st_size > 0
-    # an unconstrained fit of 300 noisy samples has non-positive-definite link inertias: the
-    # URDF reads back as written, but wb.load_urdf refuses it as a robot model
-    model = wb.pinocchio_conversion.load_urdf_model(tmp_path / "calibrated.urdf")
-    assert wb.from_pinocchio(model, physical=False).joint_names == iiwa.joint_names
-    with pytest.raises(wb.WorkbenchError, match="physically impossible inertia"):
-        wb.load_urdf(tmp_path / "calibrated.urdf")
+    # an unconstrained fit of 300 noisy samples has non-positive-definite link inertias: no
+    # URDF is written (it would not be the model), the parameters are in parameters.csv
+    impossible = wb.chain.impossible_inertias(report.chain)
+    assert impossible and not (tmp_path / "calibrated.urdf").exists()
+    assert summary["urdf_check"]["impossible_links"] == impossible
+    assert summary["urdf_check"]["written"] is False
 
 
 @pytest.mark.parametrize("kind", ["kinematic", "twist"])

@@ -163,8 +163,11 @@ def test_chunked_report_equals_in_memory(iiwa, log, in_memory, tmp_path, scheme)
     write_report(out, report_b)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["large_log"]["parts"] == 6
-    for name in ("calibrated.urdf", "parameters.csv", "report.html", "heldout_torques.png"):
+    for name in ("parameters.csv", "report.html", "heldout_torques.png"):
         assert (out / name).is_file()
+    # a URDF only for a model a URDF can hold (least squares on this log: impossible inertias)
+    possible = not wb.chain.impossible_inertias(report_b.chain)
+    assert (out / "calibrated.urdf").is_file() == possible == summary["urdf_check"]["written"]
 
 
 def test_refused_options_and_bad_parts(iiwa, log, tmp_path):

@@ -115,7 +115,8 @@ def test_written_whole_robot_is_the_calibrated_chain_and_keeps_the_rest(tmp_path
     moved = chain.with_eta(rng.normal(scale=2e-3, size=6 * (chain.n + 1)))
     G = moved.inertias.copy()
     G[2] *= 1.2
-    G[7] = wb.inertia.matrix_from_phi(moved.phi[7] + np.r_[0.1, 0.01, 0, 0.02, np.zeros(6)])
+    point = wb.inertia.phi_from_com(0.1, [0.01, 0.0, 0.02], np.zeros((3, 3)))  # 100 g more
+    G[7] = wb.inertia.matrix_from_phi(moved.phi[7] + point)
     moved = replace(moved, inertias=G)
     out = write_urdf(moved, tmp_path / "tiago_pro.urdf")
     back = reload_urdf(moved, out)

@@ -333,18 +333,27 @@ def check_inertias(chain: Chain, source: str | None = None) -> None:
     calibrate --physical`` fits fully consistent ones). Fixed frames carry no
     inertia of their own: Pinocchio adds a fixed body's inertia to its link.
     """
-    prefix = f"{source}: " if source else ""
+    problems = impossible_inertias(chain)
+    if problems:
+        prefix = f"{source}: " if source else ""
+        raise WorkbenchError(prefix + "; ".join(problems))
+
+
+def impossible_inertias(chain: Chain) -> list[str]:
+    """Every link whose inertia no body has (:func:`check_inertias`), each named with why."""
     phi = chain.phi
+    problems = []
     for i, name in enumerate(chain.link_names):
-        problem = _impossible_inertia(phi[i])
+        problem = inertia_problem(phi[i])
         if problem:
-            raise WorkbenchError(
-                f"{prefix}link '{name}' (moved by joint '{chain.joint_names[i]}') has a "
+            problems.append(
+                f"link '{name}' (moved by joint '{chain.joint_names[i]}') has a "
                 f"physically impossible inertia: {problem}"
             )
+    return problems
 
 
-def _impossible_inertia(phi: Array) -> str | None:
+def inertia_problem(phi: Array) -> str | None:
     """Why phi (10,) is no body's inertia (see :func:`check_inertias`), or None."""
     mass = float(phi[0])
     if not np.all(np.isfinite(phi)):

@@ -19,7 +19,7 @@ import numpy as np
 import pinocchio as pin
 
 from workbench import inertia, lie
-from workbench.chain import REVOLUTE, Chain, Reduction
+from workbench.chain import REVOLUTE, Chain, Reduction, inertia_problem
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text, check_not_input
 from workbench.mesh import mesh_file_properties
@@ -230,10 +230,19 @@ def whole_robot_string(chain: Chain, dynamics: dict[str, tuple[float, float]] | 
         scale = max(1.0, np.abs(nominal.phi[i]).max())
         if not np.allclose(change, 0.0, rtol=0, atol=1e-14 * scale):
             changes[root.find(f"joint[@name='{name}']/child").get("link")] = change
+    impossible = []
     for name, link in links.items():  # a moved link keeps its inertia in the base frame
         if name in moved or name in changes:
             base = inertia.moved_phi(_inertial(link), before[name]) + changes.get(name, 0.0)
-            _set_inertial(link, inertia.moved_phi(base, lie.inverse(now[name])))
+            local = inertia.moved_phi(base, lie.inverse(now[name]))
+            if name in changes and (problem := inertia_problem(local)) is not None:
+                impossible.append(f"'{name}': {problem}")
+            _set_inertial(link, local)
+    if impossible:
+        raise WorkbenchError(
+            f"{path}: the calibrated inertias, put on the robot's own links, are impossible for "
+            f"{'; '.join(impossible)} (the links locked to them carry part of the identified body)"
+        )
     ET.indent(root)
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

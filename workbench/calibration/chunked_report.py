@@ -136,10 +136,9 @@ def calibrate_chunked(
         here = sample["block"][shown] == b
         predicted[here] = X[here] @ fits[b].beta
     measured = sample["tau"][shown]
-    heldout = HeldOut(
-        sample["t"][shown], predicted - measured, X @ nominal_beta - measured, measured,
-        tuple(problem.labels), problem.unit,
-    )  # fmt: skip
+    after, labels, unit = problem.channels(predicted - measured)
+    before, _, _ = problem.channels(X @ nominal_beta - measured)
+    heldout = HeldOut(sample["t"][shown], after, before, measured, labels, unit)
     label = validation.label
     if len(sample["t"]) < n_samples:
         label += f" (plots: every {sample_stride(n_samples)}th sample)"
@@ -152,7 +151,8 @@ def calibrate_chunked(
     }
     summary = report_summary(
         "dynamic", chain, log, label, figures, nominal, folds, rms,
-        fitted=n_samples, heldout=held_rows,
+        fitted=n_samples, heldout=held_rows, convention=problem.rms_convention,
+        nominal_model=problem.nominal_model,
     )  # fmt: skip
     summary["large_log"] = {
         "parts": len(log.parts),
@@ -170,8 +170,14 @@ def _figures(error2: Array, measured2: Array, rows: int, labels, numbers: bool =
     relative = math.sqrt(float(error2.sum()) / total) if total > 0 else math.inf
     if numbers:
         return {"relative_rms": relative}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_joint = np.where(measured2 > 0, np.sqrt(error2 / measured2), np.inf)
     rms = np.sqrt(error2 / max(rows, 1))
-    return {"relative_rms": relative, "rms": dict(zip(labels, rms.tolist(), strict=True))}
+    return {
+        "relative_rms": relative,
+        "relative_rms_per_joint": dict(zip(labels, per_joint.tolist(), strict=True)),
+        "rms": dict(zip(labels, rms.tolist(), strict=True)),
+    }
 
 
 def _as_log(data: dict[str, Array], log: ChunkedLog) -> Log:

@@ -6,13 +6,21 @@ offers the same operations, which :mod:`workbench.calibration.report` runs
 for any kind:
 
 * ``times`` (M,) of its samples, ``labels`` and ``unit`` of its channels;
-* ``fit(rows)``: calibrate on the samples ``rows`` (None: all);
-* ``baseline(rows)``: the nominal model's best case on those samples (for
-  the kinematic kind with an unknown device frame, the device and marker
-  frames fitted with nominal joints; otherwise the nominal model as is);
+* ``candidates``: the models it may fit, simplest first (the kinematic
+  kind's nested :class:`Candidate` s, chosen by the held-out folds in
+  :mod:`workbench.calibration.selection`; one ``None`` for the others) and
+  ``nominal_candidate``, the one that is the nominal model (or None);
+* ``fit(rows, candidate)``: calibrate on the samples ``rows`` (None: all);
+* ``baseline(rows)``: the nominal model on those samples: for the
+  kinematic kind the ``frames`` candidate (the model as loaded, joints
+  untouched, with the device and marker frames fitted on ``rows``);
+  otherwise the nominal model as loaded (None);
 * ``errors(fit, rows)`` (len(rows), k): prediction minus measurement;
   ``measured(rows)`` the measurements (torques) or None (poses);
 * ``heldout(errors, rows)``: the figures of merit, ``relative_rms`` first;
+  ``channels(errors)``: the errors as the report plots them (3-D distances
+  and angles for poses), with labels and unit; ``rms(errors)``: the RMS
+  figure of ``summary.json``'s ``rms`` entries, ``rms_convention`` what it is;
 * ``summary(fit)``, ``parameters(fit)`` (rows of ``parameters.csv``),
   ``chain(fit)`` (the calibrated model) and ``files(fit)`` (extra outputs).
 
@@ -33,11 +41,12 @@ from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.closed_chain import ClosedChainTwistProblem
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
 from workbench.calibration.dynamic import fit_equations, torque_equations
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
 from workbench.calibration.normal_equations import Split, accumulate
 from workbench.calibration.samples import Log
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.calibration.twist import TwistModel, TwistProblem, calibrate_twist
+from workbench.calibration.units import effort_unit, joint_units
 from workbench.calibration.validation import relative_rms
 from workbench.chain import Chain
 from workbench.closed_chains.kinematics import solve_passive
@@ -59,7 +68,40 @@ class Options:
     terms: tuple[str, ...] | None = None
     nominal_drives: dict[str, float] | None = None  # name -> value, e.g. from a drive file
     rotation_weight: float | None = None
+    # kinematic: frames, offsets, twists or auto (chosen by the folds, with a ridge); with
+    # auto the dynamic kind also chooses its drive terms (DynamicProblem)
+    parameters: str = "auto"
     progress: bool = False
+
+
+RIDGES = (0.0, 1e-4, 1e-2, 1.0)  # the ridge weights auto tries (KinematicProblem.ridge)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a kinematic calibration fits (``frames``, ``offsets``, ``twists``) and its ridge
+    toward the nominal (:class:`~workbench.calibration.kinematic.KinematicProblem`)."""
+
+    parameters: str
+    ridge: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.parameters if not self.ridge else f"{self.parameters}, ridge {self.ridge:g}"
+
+
+def kinematic_candidates(parameters: str) -> tuple[Candidate, ...]:
+    """The candidates of ``--parameters``: ``frames`` first (the nominal), then one forced
+    structure, or (``auto``) offsets and twists with every ridge of :data:`RIDGES`."""
+    if parameters == "auto":
+        chosen = [Candidate(p, r) for p in PARAMETERS[1:] for r in RIDGES]
+    elif parameters in PARAMETERS:
+        chosen = [Candidate(parameters)] if parameters != "frames" else []
+    else:
+        raise WorkbenchError(
+            f"unknown --parameters '{parameters}'; choose auto or one of {', '.join(PARAMETERS)}"
+        )
+    return (Candidate("frames"), *chosen)
 
 
 @dataclass(frozen=True)
@@ -73,9 +115,10 @@ class Kind:
     prepare: Callable[[Chain, Log, Options], Any]
 
 
-def _drives(chain: Chain, log: Log | ChunkedLog, options: Options) -> Drives:
-    terms = options.terms or log.defaults.terms or DEFAULT_TERMS
-    return Drives(len(log.joint_names), tuple(terms), log.transmission, log.min_speed)
+def _drives(log: Log | ChunkedLog, terms: tuple[str, ...] | None = None) -> Drives:
+    """The drives of ``log`` with ``terms`` (default: the log description's, else friction)."""
+    terms = tuple(terms if terms is not None else log.defaults.terms or DEFAULT_TERMS)
+    return Drives(len(log.joint_names), terms, log.transmission, log.min_speed)
 
 
 def _nominal_drive_values(drives: Drives, options: Options) -> Array:
@@ -88,17 +131,88 @@ def _rms(x: Array, axis=None) -> Any:
 
 
 def _torque_heldout(errors: Array, measured: Array, labels) -> dict[str, Any]:
+    """Pooled relative RMS, then per joint: relative RMS |e_j| / |tau_j| and RMS (its unit)."""
+    error2 = np.nansum(np.square(errors), axis=0)
+    measured2 = np.nansum(np.square(measured), axis=0)
     return {
         "relative_rms": relative_rms(errors + measured, measured),
+        "relative_rms_per_joint": dict(
+            zip(labels, _ratio(error2, measured2).tolist(), strict=True)
+        ),
         "rms": dict(zip(labels, _rms(errors, axis=0).tolist(), strict=True)),
     }
 
 
-# ----------------------------------------------------------------- dynamic
-class DynamicProblem:
-    """Base parameters and drive terms from joint torques (:mod:`.dynamic`)."""
+def _ratio(error2: Array, measured2: Array) -> Array:
+    """sqrt(error2 / measured2) per joint (inf where nothing was measured)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(measured2 > 0, np.sqrt(error2 / measured2), np.inf)
 
-    unit = "N m"
+
+class _TorqueKind:
+    """What the torque kinds share: one candidate, channels and RMS in each joint's unit."""
+
+    candidates: tuple[None, ...] = (None,)
+    nominal_candidate = None
+    nominal_model = (
+        "the model as loaded, with the drive file's drive terms (zero where it has none): "
+        "nothing fitted"
+    )
+    rms_convention = "RMS over the joints' samples, each in its joint's effort unit"
+
+    joint_chain: Chain  # the chain whose joints ``labels`` name
+
+    @property
+    def unit(self) -> str:
+        return effort_unit(self.joint_chain, self.labels)
+
+    def units(self) -> dict[str, Any]:
+        return {"effort": self.unit, "joints": joint_units(self.joint_chain, self.labels)}
+
+    def channels(self, errors: Array) -> tuple[Array, tuple[str, ...], str]:
+        units = self.units()
+        labels = tuple(f"{j} [{units['joints'][j]['effort']}]" for j in self.labels)
+        return errors, labels, units["effort"]
+
+    def rms(self, errors: Array) -> float:
+        return float(np.sqrt(np.nanmean(np.square(errors))))
+
+    def loss(self, errors: Array) -> Array:
+        """Per sample, the squared torque errors summed over the joints (the pooled score's)."""
+        return np.nansum(np.square(errors), axis=1)
+
+
+# ----------------------------------------------------------------- dynamic
+@dataclass(frozen=True)
+class Terms:
+    """A dynamic candidate: the torque model with these drive terms (nested prefixes of the
+    log's or the default terms, chosen by the folds like the kinematic candidates)."""
+
+    terms: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return " + ".join(("inertial base parameters", *self.terms))
+
+
+@dataclass(frozen=True)
+class _TorqueSetup:
+    """The torque model of some terms, its base parameters, nominal values and equations."""
+
+    model: TorqueModel
+    base: Any
+    x0: Array
+    equations: Any
+
+
+class DynamicProblem(_TorqueKind):
+    """Base parameters and drive terms from joint torques (:mod:`.dynamic`).
+
+    Candidates (in-memory logs, ``parameters`` auto and no ``terms`` given):
+    the inertial base parameters alone, then with each of the log's (or the
+    default) drive terms added in their order; given ``terms`` are fitted as
+    they are.
+    """
 
     def __init__(
         self, chain: Chain, log: Log | ChunkedLog, options: Options, split: Split | None = None
@@ -106,22 +220,43 @@ class DynamicProblem:
         """``split``: the validation blocks of a large log's accumulated equations
         (:mod:`workbench.calibration.normal_equations`); its problem has no ``times``."""
         self.options = options
-        self.model = TorqueModel(chain, _drives(chain, log, options))
-        self.base = base_parameters(self.model)
-        self.x0 = self.model.values(_nominal_drive_values(self.model.drives, options))
+        self.log = log
+        drives = _drives(log, options.terms)
         self.labels = chain.joint_names
+        self.joint_chain = chain
+        self.setups: dict[tuple[str, ...], _TorqueSetup] = {}
+        full = self.setup(drives.terms, split)
+        self.model, self.base, self.x0, self.equations = (
+            full.model, full.base, full.x0, full.equations,
+        )  # fmt: skip
         if isinstance(log, ChunkedLog):
-            self.equations = accumulate(
-                self.model, self.base, log, split, progress=options.progress
-            )
             return
-        self.equations = torque_equations(self.model, self.base, log)
         self.times = self.equations.t
+        if options.terms is None and options.parameters == "auto" and drives.terms:
+            terms = drives.terms
+            self.candidates = tuple(Terms(terms[:k]) for k in range(len(terms) + 1))
 
-    def fit(self, rows: np.ndarray | None):
+    def setup(self, terms: tuple[str, ...], split: Split | None = None) -> _TorqueSetup:
+        """The torque model with ``terms``, built once."""
+        if terms not in self.setups:
+            log, options = self.log, self.options
+            drives = _drives(log, terms)
+            model = TorqueModel(self.joint_chain, drives)
+            base = base_parameters(model)
+            x0 = model.values(_nominal_drive_values(drives, options))
+            if isinstance(log, ChunkedLog):
+                equations = accumulate(model, base, log, split, progress=options.progress)
+            else:
+                equations = torque_equations(model, base, log)
+            self.setups[terms] = _TorqueSetup(model, base, x0, equations)
+        return self.setups[terms]
+
+    def fit(self, rows: np.ndarray | None, candidate: Terms | None = None):
+        """Identify the model of ``candidate`` (default: all terms) on ``rows`` (None: all)."""
         o = self.options
+        s = self.setup(candidate.terms) if candidate else self.setups[self.model.drives.terms]
         return fit_equations(
-            self.model, self.base, self.equations, rows, x0=self.x0, weighted=o.weighted,
+            s.model, s.base, s.equations, rows, x0=s.x0, weighted=o.weighted,
             loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
         )  # fmt: skip
 
@@ -129,8 +264,10 @@ class DynamicProblem:
         return None
 
     def errors(self, fit, rows: np.ndarray) -> Array:
-        beta = self.base.matrix @ self.x0 if fit is None else fit.beta
-        return self.equations.X[rows] @ beta - self.equations.tau[rows]
+        if fit is None:
+            return self.equations.X[rows] @ (self.base.matrix @ self.x0) - self.equations.tau[rows]
+        X = self.setups[fit.model.drives.terms].equations.X
+        return X[rows] @ fit.beta - self.equations.tau[rows]
 
     def measured(self, rows: np.ndarray) -> Array:
         return self.equations.tau[rows]
@@ -139,38 +276,41 @@ class DynamicProblem:
         return _torque_heldout(errors, self.measured(rows), self.labels)
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
-        return list(zip(self.base.names, fit.beta.tolist(), fit.relative_std.tolist(), strict=True))
+        names = fit.base.names
+        return list(zip(names, fit.beta.tolist(), _relative(fit.std, fit.beta), strict=True))
 
     def chain(self, fit) -> Chain:
         return fit.chain
 
     def dynamics(self, fit) -> dict[str, tuple[float, float]]:
-        return _urdf_dynamics(self.model.drives, fit.drive_values, self.labels)
+        return _urdf_dynamics(fit.model.drives, fit.drive_values, self.labels)
 
     def files(self, fit) -> dict[str, str]:
-        if not self.model.drives.names:
+        if not fit.model.drives.names:
             return {}
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
         return {
             "calibrated.drives.toml": drive_file_text(
-                self.model.drives, fit.drive_values, note=note
+                fit.model.drives, fit.drive_values, note=note + _prismatic_note(self.units())
             )
         }
 
     def summary(self, fit) -> dict[str, Any]:
-        n = self.model.chain.n
-        names = self.model.names
+        n = fit.model.chain.n
+        names = fit.model.names
+        x0 = self.setups[fit.model.drives.terms].x0
         return {
-            "terms": list(self.model.drives.terms),
+            "terms": list(fit.model.drives.terms),
             "condition_number": fit.condition_number,
             "sigma_per_joint": dict(zip(self.labels, fit.sigma.tolist(), strict=True)),
+            "units": self.units(),
             "equations": {"samples": len(self.equations), "rows_fitted": fit.rows},
             "base_parameters": {
-                "names": list(self.base.names),
+                "names": list(fit.base.names),
                 "value": fit.beta.tolist(),
                 "std": fit.std.tolist(),
-                "relative_std_percent": _finite(fit.relative_std),
-                "nominal": (self.base.matrix @ self.x0).tolist(),
+                "relative_std_percent": [std_figure(r) for r in _relative(fit.std, fit.beta)],
+                "nominal": (fit.base.matrix @ x0).tolist(),
             },
             "standard_parameters": dict(zip(names, fit.x.tolist(), strict=True)),
             "phi_order": ["m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"],
@@ -181,19 +321,17 @@ class DynamicProblem:
 
 
 # ------------------------------------------------------------------- twist
-class TwistCalibrationProblem:
+class TwistCalibrationProblem(_TorqueKind):
     """Joint twists (and optionally inertias) with drive terms from torques (:mod:`.twist`).
 
     ``chain`` may be a closed chain, whose log holds the motors only
     (:mod:`workbench.calibration.closed_chain`).
     """
 
-    unit = "N m"
-
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
         self.options = options
         self.nominal = chain
-        drives = _drives(chain, log, options)
+        drives = _drives(log, options.terms)
         closed = isinstance(chain, ClosedChain)
         kind = ClosedChainTwistProblem if closed else TwistProblem
         self.problem = kind(log, options.inertial, drives)
@@ -202,11 +340,12 @@ class TwistCalibrationProblem:
         n_equations = self.problem.measured().shape[0]
         self.times = log.t[log.equation_samples()][:n_equations]
         self.labels = chain.actuated if closed else chain.joint_names
+        self.joint_chain = self.tree
 
     def _rows(self, rows):
         return replace(self.problem, rows=rows)
 
-    def fit(self, rows: np.ndarray | None):
+    def fit(self, rows: np.ndarray | None, candidate: None = None):
         o = self.options
         return calibrate_twist(
             self.nominal, self._rows(rows), start=self.x0, loss=o.loss, f_scale=o.f_scale or 1.0,
@@ -230,6 +369,7 @@ class TwistCalibrationProblem:
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         chain, n = self.tree, self.tree.n
         std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
+        std[np.linalg.norm(fit.solution.S, axis=1) < 1e-9] = 0.0  # not moved: fixed
         rows = []
         names = [*chain.joint_names, f"tool:{chain.tool_name}"]
         for k, name in enumerate(names[:n]):
@@ -249,7 +389,7 @@ class TwistCalibrationProblem:
         return _urdf_dynamics(self.problem.terms, fit.model.drive, self.labels)
 
     def files(self, fit) -> dict[str, str]:
-        note = "Identified by workbench calibrate --kind twist."
+        note = "Identified by workbench calibrate --kind twist." + _prismatic_note(self.units())
         files = {
             "calibrated.drives.toml": drive_file_text(
                 self.problem.terms, fit.model.drive, note=note
@@ -275,6 +415,7 @@ class TwistCalibrationProblem:
             "identifiable_dimension": int(fit.subspace.basis.shape[1]),
             "condition_number": fit.subspace.condition_number,
             "sigma": fit.solution.sigma,
+            "units": self.units(),
             "twists": fitted.twists.tolist(),
             "twist_std": np.sqrt(
                 np.einsum("nii->ni", twist_covariance(fitted, fit.covariance[:p, :p]))
@@ -298,16 +439,38 @@ class TwistCalibrationProblem:
 
 # --------------------------------------------------------------- kinematic
 class KinematicCalibrationProblem:
-    """Joint twists, marker frames and the device frame from measured poses (:mod:`.kinematic`)."""
+    """Joint twists, marker frames and the device frame from measured poses (:mod:`.kinematic`).
+
+    Position errors are 3-D distances (m), orientation errors rotation
+    angles (rad), in training and held-out figures alike. Rotations and
+    positions are weighed together by one rotation weight (m/rad) for every
+    fit and figure: ``--rotation-weight``, else the ratio of the position and
+    rotation residual RMS of the nominal model (the ``frames`` candidate) on
+    all samples.
+    """
 
     unit = "m"
+    nominal_candidate = Candidate("frames")
+    nominal_model = (
+        "the model as loaded (joint twists and zeros untouched) with the measuring device's "
+        "frame (when unknown) and the marker frames fitted on the same training samples: the "
+        "'frames' candidate"
+    )
+    rms_convention = "3-D distance, m"
 
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
         self.options = options
         self.nominal = chain
         self.problem = KinematicProblem.from_log(log)
-        self.rotation_weight = options.rotation_weight or 1.0
+        self.candidates = kinematic_candidates(options.parameters)
         self.times = log.t
+        self.rotation_weight = options.rotation_weight or 1.0
+        self._nominal_fit = None
+        if options.rotation_weight is None and self.problem.has_rotation:
+            self._nominal_fit = self._calibrate(
+                replace(self.problem, parameters="frames"), rotation_weight=None
+            )
+            self.rotation_weight = self._nominal_fit.rotation_weight
         labels = []
         for m in self.problem.markers:
             if m.position is not None:
@@ -316,25 +479,27 @@ class KinematicCalibrationProblem:
                 labels += [f"{m.name}:r{a}" for a in "xyz"]
         self.labels = tuple(labels)
 
-    def _calibrate(self, problem: KinematicProblem):
+    def _calibrate(self, problem: KinematicProblem, rotation_weight: float | None):
         o = self.options
         return calibrate_kinematic(
             self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
-            rotation_weight=o.rotation_weight, progress=o.progress,
+            rotation_weight=rotation_weight, progress=o.progress,
         )  # fmt: skip
 
-    def fit(self, rows: np.ndarray | None):
-        fit = self._calibrate(self.problem if rows is None else self.problem.subset(rows))
-        if rows is None:  # the held-out figures weigh rotations as the full fit does
-            self.rotation_weight = fit.rotation_weight
-        return fit
+    def fit(self, rows: np.ndarray | None, candidate: Candidate | None = None):
+        """Calibrate ``candidate`` (default: the last, most flexible) on ``rows`` (None: all)."""
+        candidate = candidate or self.candidates[-1]
+        if rows is None and candidate == self.nominal_candidate and self._nominal_fit:
+            return self._nominal_fit
+        problem = self.problem if rows is None else self.problem.subset(rows)
+        return self._calibrate(
+            replace(problem, parameters=candidate.parameters, ridge=candidate.ridge),
+            self.rotation_weight,
+        )
 
     def baseline(self, rows: np.ndarray | None):
-        """Device and marker frames fitted with nominal joints, when the device is unknown."""
-        if self.problem.device_known:
-            return None
-        problem = self.problem if rows is None else self.problem.subset(rows)
-        return self._calibrate(replace(problem, joints=False))
+        """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
+        return self.fit(rows, self.nominal_candidate)
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         problem = self.problem.subset(rows)
@@ -350,34 +515,56 @@ class KinematicCalibrationProblem:
     def measured(self, rows: np.ndarray) -> None:
         return None
 
+    def _split(self, errors: Array) -> tuple[dict[str, Array], dict[str, Array]]:
+        """Per marker: position error distances (N,) in m and rotation angles (N,) in rad."""
+        distances, angles = {}, {}
+        column = 0
+        for m in self.problem.markers:
+            if m.position is not None:
+                distances[m.name] = np.linalg.norm(errors[:, column : column + 3], axis=1)
+                column += 3
+            if m.rotation is not None:
+                angles[m.name] = np.linalg.norm(errors[:, column : column + 3], axis=1)
+                column += 3
+        return distances, angles
+
+    def channels(self, errors: Array) -> tuple[Array, tuple[str, ...], str]:
+        """Per marker its position error (3-D distance, m) and orientation error (angle, rad)."""
+        distances, angles = self._split(errors)
+        labels = [f"{k} position [m]" for k in distances] + [f"{k} angle [rad]" for k in angles]
+        values = np.stack([*distances.values(), *angles.values()], axis=1)
+        return values, tuple(labels), ""
+
+    def rms(self, errors: Array) -> float:
+        """RMS of the 3-D position error distances over markers and samples (m)."""
+        distances, _ = self._split(errors)
+        return float(_rms(np.stack(list(distances.values()), axis=1)))
+
+    def loss(self, errors: Array) -> Array:
+        """Per sample, squared distances plus weighted squared angles over the markers (the
+        pooled score's)."""
+        distances, angles = self._split(errors)
+        out = np.nansum(np.stack(list(distances.values()), axis=1) ** 2, axis=1)
+        if angles:
+            angle2 = np.nansum(np.stack(list(angles.values()), axis=1) ** 2, axis=1)
+            out = out + self.rotation_weight**2 * angle2
+        return out
+
     def heldout(self, errors: Array, rows: np.ndarray) -> dict[str, Any]:
-        position = np.concatenate(
-            [
-                errors[:, [k, k + 1, k + 2]]
-                for k, label in enumerate(self.labels)
-                if label.endswith(":px")
-            ],
-            axis=1,
-        ).reshape(len(rows), -1, 3)
-        rotation = [
-            errors[:, [k, k + 1, k + 2]]
-            for k, label in enumerate(self.labels)
-            if label.endswith(":rx")
-        ]
+        distances, angles = self._split(errors)
         measured = np.stack(
             [m.position[rows] for m in self.problem.markers if m.position is not None], axis=1
         )
         centred = measured - np.nanmean(measured, axis=0)
-        distance = np.linalg.norm(position, axis=2)
-        error2 = np.nanmean(distance**2)
+        error2 = np.nanmean(np.stack(list(distances.values()), axis=1) ** 2)
         spread2 = np.nanmean(np.sum(centred**2, axis=2))
-        figures = {
-            "position_rms_m": float(np.sqrt(error2)),
-            "rms": dict(zip(self.labels, _rms(errors, axis=0).tolist(), strict=True)),
-        }
-        if rotation:
-            angle = np.linalg.norm(np.stack(rotation, axis=1), axis=2)
+        figures = {"position_rms_m": float(np.sqrt(error2))}
+        per_marker = {k: {"position_rms_m": float(_rms(v))} for k, v in distances.items()}
+        if angles:
+            angle = np.stack(list(angles.values()), axis=1)
             figures["orientation_rms_rad"] = float(_rms(angle))
+            for k, v in angles.items():
+                per_marker.setdefault(k, {})["orientation_rms_rad"] = float(_rms(v))
             spread = [
                 _rotation_spread(m.rotation[rows])
                 for m in self.problem.markers
@@ -387,9 +574,12 @@ class KinematicCalibrationProblem:
             error2 += w**2 * np.nanmean(angle**2)
             spread2 += w**2 * np.mean(np.square(np.concatenate(spread)))
             figures["rotation_weight_m_per_rad"] = w
-        return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures}
+        return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures, "markers": per_marker}
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
+        """eta per joint, device and marker frames (log of their poses), with relative stds:
+        0 (fixed) for those the fit did not move (outside its directions, e.g. every joint's
+        for the ``frames`` candidate)."""
         chain, n = self.nominal, self.nominal.n
         rows = []
         std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
@@ -438,6 +628,14 @@ class KinematicCalibrationProblem:
                 }
                 for k, m in enumerate(self.problem.markers)
             },
+            "position_error": "3-D distance, m",
+            "orientation_error": "rotation angle, rad",
+            "parameters": fit.parameters,
+            "ridge": fit.ridge,
+            "joint_coordinates": {
+                "meaning": _COORDINATES[fit.parameters],
+                "value": fit.model.coordinates.tolist(),
+            },
             "twists": fit.chain.twists.tolist(),
             "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
             "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
@@ -446,6 +644,14 @@ class KinematicCalibrationProblem:
             ),
         }
         return summary
+
+
+_COORDINATES = {
+    "frames": "none: the joints are as loaded",
+    "offsets": "joint zero offsets o (q + o), rad for revolute and m for prismatic joints",
+    "twists": "the joints' move from the nominal in its twist-changing eta directions "
+    "(identifiable_eta_basis of the nominal), rad and m",
+}
 
 
 def _rotation_spread(R: Array) -> Array:
@@ -457,11 +663,39 @@ def _rotation_spread(R: Array) -> Array:
 
 # ----------------------------------------------------------------- helpers
 def _rel(std: float, value: float) -> float:
+    """Relative std in percent: 0 for a fixed parameter (std 0), inf for a value of 0."""
+    if std == 0:
+        return 0.0
     return float(100.0 * std / abs(value)) if value != 0 else float("inf")
 
 
-def _finite(x: Array) -> list[float | None]:
-    return [float(v) if np.isfinite(v) else None for v in x]
+def _relative(std: Array, values: Array) -> list[float]:
+    return [_rel(float(s), float(v)) for s, v in zip(std, values, strict=True)]
+
+
+MEANINGFUL_PERCENT = 1e-9  # relative standard deviations below this are rounding, not data
+
+
+def std_figure(percent: float) -> float | str:
+    """A relative std (percent) as reports show it: ``"0 (fixed)"`` for a parameter that was
+    not estimated (std 0: fixed by the gauge or the candidate), ``"<1e-9"`` below numerical
+    meaning, ``"inf"`` for a value of 0, else the number."""
+    if percent == 0:
+        return "0 (fixed)"
+    if not np.isfinite(percent):
+        return "inf"
+    return "<1e-9" if percent < MEANINGFUL_PERCENT else float(percent)
+
+
+def _prismatic_note(units: dict[str, Any]) -> str:
+    """A sentence giving the units of the prismatic joints' drive terms ('' when none)."""
+    prismatic = [j for j, u in units["joints"].items() if u["effort"] == "N"]
+    if not prismatic:
+        return ""
+    return (
+        f" Prismatic joint(s) {', '.join(prismatic)}: fv in N s/m, fs and off in N, Ia in kg "
+        "(the units above are those of revolute joints)."
+    )
 
 
 def _urdf_dynamics(drives: Drives, values: Array, joints) -> dict[str, tuple[float, float]]:

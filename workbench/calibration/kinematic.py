@@ -39,6 +39,15 @@ is the nominal one moved least onto its calibrated axis
 Position-only data leave, e.g., a marker's own rotation unseen; those
 directions are reported and kept.
 
+What the joints may do is one of nested candidates (``parameters``): nothing
+(``frames``: the device and marker frames only, the nominal kinematics' best
+case), a zero offset per joint (``offsets``: ``q_j + o_j``, which is exactly
+the eta ``A_j o_j`` on every joint and marker after j, applied joint by
+joint so that the model stays the nominal with offsets), or every twist
+(``twists``). Joints start from the ``frames`` fit, and an optional ridge
+pulls their coordinates toward the nominal (:class:`KinematicProblem`);
+:mod:`workbench.calibration.selection` chooses among them by held-out folds.
+
 Position and rotation residuals are made commensurate by ``rotation_weight``
 (metres per radian); by default it is estimated from the data: a first fit
 with 1 m/rad, then the weight is the ratio of the position and rotation
@@ -58,7 +67,7 @@ dense Jacobian for callers that want it.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.linalg import block_diag
@@ -82,14 +91,29 @@ from workbench.errors import WorkbenchError
 from workbench.eta import eta_between, identifiable_eta_basis
 from workbench.lie import Array
 
+PARAMETERS = ("frames", "offsets", "twists")  # nested: each holds the one before
+
 
 @dataclass(frozen=True)
 class KinematicModel:
-    """A chain, the base frame seen from the device (4, 4), and marker placements (M, 4, 4)."""
+    """A chain, the base frame seen from the device (4, 4), and marker placements (M, 4, 4).
+
+    ``coordinates`` (k,) hold how far the joints moved from the nominal in the
+    problem's joint directions, what the ridge weighs: offsets in rad or m;
+    for twists ``T (A - A_nominal)``, the twists' change in the coordinates
+    of the twist-changing eta directions B at the nominal
+    (``identifiable_eta_basis``; ``T`` (k, 6 n) is the left inverse of their
+    twist changes ``-ad_A B``, eq. 8). Both are functions of the model
+    (twists, not joint frames, which the data do not fix), not of the path
+    the fit took to it.
+    """
 
     chain: Chain
     device: Array
     placements: Array
+    coordinates: Array = field(default_factory=lambda: np.zeros(0))
+    reference: Array | None = None  # (n, 6) twists: the nominal's twists
+    twist_map: Array | None = None  # (k, 6 n) twists: T above
 
 
 @dataclass(frozen=True)
@@ -97,7 +121,7 @@ class Linearisation:
     """Residuals at a model and, without forming J, triangular factors of the least squares.
 
     With ``P`` (p, k) the candidate directions of :meth:`KinematicProblem.prior`
-    (orthonormal columns, block diagonal), ``R`` (k + 1, k + 1) is the R of a
+    (independent columns), ``R`` (k + 1, k + 1) is the R of a
     QR factorisation of ``[J P | r]`` and ``Rw`` that of ``sqrt(w) [J P | r]``
     (``R`` itself without weights). Every use of J goes through span(P): the
     subspace (:attr:`jacobian_factor`, a matrix with the singular values and
@@ -113,15 +137,21 @@ class Linearisation:
     P: Array | None = None
     preferred: int = 0
 
+    @functools.cached_property
+    def coordinates(self) -> Array:
+        """``P^+`` (k, p): the coordinates in P's columns of a direction in span(P)."""
+        return np.linalg.pinv(self.P)
+
     @property
     def jacobian_factor(self) -> Array:
-        """``R_JP P^T`` (min(m, k), p): stands in for J in :func:`identifiable_subspace`."""
+        """``R_JP P^+`` (min(m, k), p): stands in for J in :func:`identifiable_subspace`
+        (equal to J on span(P), which is all the subspace asks of it)."""
         k = self.P.shape[1]
-        return self.R[: min(self.r.size, k), :k] @ self.P.T  # a QR of J P has min(m, k) rows
+        return self.R[: min(self.r.size, k), :k] @ self.coordinates  # min(m, k) rows of QR
 
     def normal_equations(self, S: Array) -> tuple[Array, Array]:
         """``(J S)^T W (J S)`` and ``(J S)^T W r`` for S (p, l) in span(P), from ``Rw``."""
-        JS = self.Rw[:, :-1] @ (self.P.T @ S)
+        JS = self.Rw[:, :-1] @ (self.coordinates @ S)
         return JS.T @ JS, JS.T @ self.Rw[:, -1]
 
 
@@ -131,15 +161,34 @@ class KinematicProblem:
 
     ``markers`` hold positions (N, 3) and/or rotations (N, 3, 3) in the
     device frame (NaN rows: not seen in that sample); ``device_known``
-    whether that frame is the robot's base frame; ``joints=False`` fits the
-    device and marker frames only (the nominal kinematics' best case).
+    whether that frame is the robot's base frame. ``parameters`` says what
+    the joints may do, in nested candidates (:data:`PARAMETERS`): ``frames``
+    fits the device and marker frames only (the nominal kinematics' best
+    case), ``offsets`` adds one zero offset per joint (``q_j + o_j``: exactly
+    the eta ``A_j o_j`` on every joint and marker after j), ``twists`` moves
+    every joint twist (eq. 6). ``ridge`` >= 0 adds the prior
+    ``ridge * sum_i s_i^2 c_i^2 / 2`` toward the nominal to the cost, with
+    ``c`` the joints' coordinates (:class:`KinematicModel`) and ``s_i`` the
+    norm of the data Jacobian's column of ``c_i`` at the nominal: with
+    ``ridge = 1`` the prior weighs each coordinate as much as all the data
+    alone would.
     """
 
     q: Array
     markers: tuple[Marker, ...]
     device_known: bool = True
     rotation_weight: float = 1.0
-    joints: bool = True
+    parameters: str = "twists"
+    ridge: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.parameters not in PARAMETERS:
+            raise WorkbenchError(
+                f"unknown kinematic parameters '{self.parameters}'; choose one of "
+                f"{', '.join(PARAMETERS)}"
+            )
+        if not (np.isfinite(self.ridge) and self.ridge >= 0):
+            raise WorkbenchError(f"the ridge weight {self.ridge} must be >= 0")
 
     @classmethod
     def from_log(cls, log: Log, rotation_weight: float = 1.0) -> KinematicProblem:
@@ -165,7 +214,15 @@ class KinematicProblem:
     def start(self, chain: Chain) -> KinematicModel:
         """The nominal model: identity device frame, marker frames from the chain."""
         placements = np.array([_placement(chain, m) for m in self.markers]).reshape(-1, 4, 4)
-        return KinematicModel(chain, np.eye(4), placements)
+        n = chain.n
+        reference = twist_map = None
+        size = {"frames": 0, "offsets": n}.get(self.parameters)
+        if self.parameters == "twists":
+            basis = identifiable_eta_basis(chain)[: 6 * n, :-6]
+            reference = chain.twists.copy()
+            twist_map = np.linalg.pinv(block_diag(*-lie.ad(chain.twists)) @ basis)
+            size = basis.shape[1]
+        return KinematicModel(chain, np.eye(4), placements, np.zeros(size), reference, twist_map)
 
     def _model(self, model: Chain | KinematicModel) -> KinematicModel:
         return self.start(model) if isinstance(model, Chain) else model
@@ -176,27 +233,83 @@ class KinematicProblem:
         return 0 if self.device_known else 6, 6 * len(self.markers)
 
     def retract(self, model: KinematicModel, delta: Array) -> KinematicModel:
-        """Apply a step: eta by ``with_eta`` (eq. 6), device and markers by left motions."""
+        """Apply a step: eta by ``with_eta`` (eq. 6), device and markers by left motions.
+
+        Offsets are applied one joint after the other, each moving what comes
+        after it, so that the model stays exactly the nominal with offsets.
+        """
         n = model.chain.n
         d, _ = self.sizes
+        k = model.coordinates.size
+        step = np.zeros(k)
+        if self.parameters == "offsets":  # the offsets of the step (delta is in span(P))
+            P, _ = self.prior(model)
+            step = np.linalg.lstsq(P, delta, rcond=None)[0][d : d + k]
+            delta = delta - P[:, d : d + k] @ step  # the frames' part
         chain = model.chain.with_eta(np.concatenate([delta[: 6 * n], np.zeros(6)]))
         device = model.device
         if d:
             device = lie.exp_se3(delta[6 * n : 6 * n + 6]) @ device
         frames = lie.exp_se3(delta[6 * n + d :].reshape(-1, 6)) @ model.placements
-        return KinematicModel(chain, device, frames)
+        coordinates = model.coordinates + step
+        if self.parameters == "twists":
+            coordinates = model.twist_map @ (chain.twists - model.reference).ravel()
+        moved = replace(
+            model, chain=chain, device=device, placements=frames, coordinates=coordinates
+        )
+        if self.parameters == "offsets":
+            for j in np.flatnonzero(step):
+                P, _ = self.prior(moved)
+                one = P[:, d + j] * step[j]
+                moved = replace(
+                    moved,
+                    chain=moved.chain.with_eta(np.concatenate([one[: 6 * n], np.zeros(6)])),
+                    placements=lie.exp_se3(one[6 * n + d :].reshape(-1, 6)) @ moved.placements,
+                )
+        return moved
 
     def prior(self, model: KinematicModel) -> tuple[Array, int]:
-        """Candidate directions (device first when estimated) and how many lead."""
-        n = model.chain.n
+        """Candidate directions (p, d + k + 6 M): device (d), joints (k), markers; d leads.
+
+        Joints: none (``frames``); per joint j the zero offset, ``A_j`` on the
+        eta block of every joint after j and on the frame of every marker
+        after j (``offsets``, at the current twists, so that steps add up
+        exactly); the twist-changing eta directions at the current twists
+        (``twists``).
+        """
+        chain = model.chain
+        n = chain.n
         d, m = self.sizes
-        joints = identifiable_eta_basis(model.chain)[: 6 * n, :-6]
-        if not self.joints:
-            joints = np.zeros((6 * n, 0))
+        if self.parameters == "offsets":
+            joints = np.zeros((6 * n + d + m, n))
+            after = chain.ancestors[:, chain.parents.clip(0)] & (chain.parents >= 0)[None]
+            for j in range(n):  # joint k is after j when j is an ancestor of k's parent link
+                for k in np.flatnonzero(after[j]):
+                    joints[6 * k : 6 * k + 6, j] = chain.twists[j]
+            for k, path in enumerate(self._paths(chain)):
+                for j in path:
+                    joints[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6, j] = chain.twists[j]
+            frames = block_diag(np.zeros((6 * n, 0)), np.eye(d), np.eye(m))
+            return np.hstack([frames[:, :d], joints, frames[:, d:]]), d
+        joints = np.zeros((6 * n, 0))
+        if self.parameters == "twists":
+            joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
         P = block_diag(joints, np.eye(d), np.eye(m))
         k = joints.shape[1]
         order = np.r_[k : k + d, :k, k + d : P.shape[1]]  # device first (preferred)
         return P[:, order], d
+
+    def coordinate_jacobian(self, model: KinematicModel, linear: Linearisation) -> Array:
+        """``d coordinates / d delta`` (k, p) at ``model`` (:class:`KinematicModel`): offsets
+        add up (P's joint rows of ``P^+``); for twists ``T (-ad_{A_j})`` per joint (eq. 8)."""
+        d, _ = self.sizes
+        k = model.coordinates.size
+        if self.parameters != "twists":
+            return linear.coordinates[d : d + k]
+        out = np.zeros((k, linear.P.shape[0]))
+        n = model.chain.n
+        out[:, : 6 * n] = model.twist_map @ block_diag(*-lie.ad(model.chain.twists))
+        return out
 
     # ------------------------------------------------------------ residuals
     def residual(self, model: Chain | KinematicModel) -> Array:
@@ -339,18 +452,13 @@ def _c(a: Array) -> Array:
 
 
 def _block_projection(P: Array) -> tuple[Array, Array, Array]:
-    """P and, per 6-row block b, the columns ``lo[b]:hi[b]`` it maps to (the rest is zero)."""
+    """P and, per 6-row block b, the columns ``lo[b]:hi[b]`` that hold its nonzeros."""
     blocks = P.shape[0] // 6
     lo, hi = np.zeros(blocks, np.int64), np.zeros(blocks, np.int64)
     for b in range(blocks):
         cols = np.flatnonzero(np.any(P[6 * b : 6 * b + 6] != 0.0, axis=0))
         if cols.size:
             lo[b], hi[b] = cols[0], cols[-1] + 1
-    covered = np.zeros(P.shape, dtype=bool)
-    for b in range(blocks):
-        covered[6 * b : 6 * b + 6, lo[b] : hi[b]] = True
-    if np.any(P[~covered] != 0.0):
-        raise WorkbenchError("internal: the calibration directions are not block diagonal")
     return _c(P), lo, hi
 
 
@@ -386,6 +494,9 @@ class KinematicFit:
     subspace: Subspace  # identifiable directions at the nominal
     solution: Solution
     rotation_weight: float
+    parameters: str = "twists"  # what was fitted (KinematicProblem.parameters)
+    ridge: float = 0.0
+    prior_weight: Array | None = None  # (k,) ridge * s_i^2: the prior is sum w_i c_i^2 / 2
 
 
 def calibrate_kinematic(
@@ -455,11 +566,37 @@ def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> 
         if np.linalg.norm(xi) < 1e-15:
             break
     chain = model.chain.with_eta(np.tile(lie.log_se3(G), model.chain.n + 1))
-    return KinematicModel(chain, model.device @ lie.inverse(G), G @ model.placements)
+    return replace(
+        model, chain=chain, device=model.device @ lie.inverse(G), placements=G @ model.placements
+    )
 
 
 def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> KinematicFit:
     start = problem.start(chain)
+    if problem.parameters != "frames":  # the joints move from the frames' best fit on
+        frames = _solve(
+            chain, replace(problem, parameters="frames", ridge=0.0), loss, f_scale, rtol,
+            max_iterations, progress,
+        )  # fmt: skip
+        start = replace(start, device=frames.model.device, placements=frames.model.placements)
+    d, _ = problem.sizes
+    k = start.coordinates.size
+    prior_weight = np.zeros(k)  # ridge * s_i^2 (KinematicProblem)
+    if problem.ridge and k:
+        scale = np.linalg.norm(problem.linearise(start).R[:, d : d + k], axis=0)
+        prior_weight = problem.ridge * scale**2
+    ridge = bool(np.any(prior_weight > 0))
+    sqrt_prior = np.sqrt(prior_weight)
+
+    def residual(model: KinematicModel) -> Array:
+        """The data residuals, then (with a ridge) the prior's ``sqrt(ridge) s_i c_i``."""
+        r = problem.residual(model)
+        return np.concatenate([r, sqrt_prior * model.coordinates]) if ridge else r
+
+    def cost(r: Array) -> float:
+        if not ridge:
+            return robust_cost(r, loss, f_scale)
+        return robust_cost(r[:-k], loss, f_scale) + 0.5 * float(np.sum(np.square(r[-k:])))
 
     def subspace(linear: Linearisation) -> Subspace:
         """The identifiable directions at the linearised model (its prior, device preferred)."""
@@ -470,20 +607,25 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
 
     def linearise(model: KinematicModel, r: Array, _) -> tuple[Array, Normal]:
         """IRLS weights and the normal equations from the folded factors (no dense J)."""
-        w = irls_weights(r, loss, f_scale)
+        w = irls_weights(r[:-k] if ridge else r, loss, f_scale)
         linear = problem.linearise(model, None if loss == "linear" else w)
         linearisations.append(linear)
 
         def normal() -> tuple[Array, Array, Array]:
             S = subspace(linear).basis
-            return (S, *linear.normal_equations(S))
+            A, g = linear.normal_equations(S)
+            if ridge:  # the prior on the joint coordinates of a step S z
+                CS = problem.coordinate_jacobian(model, linear) @ S
+                A = A + CS.T @ (prior_weight[:, None] * CS)
+                g = g + CS.T @ (prior_weight * model.coordinates)
+            return S, A, g
 
-        return w, normal
+        return (np.concatenate([w, np.ones(k)]) if ridge else w), normal
 
     solution = minimise(
-        start, problem.residual(start), None, lambda m: (problem.residual(m), None), linearise,
-        problem.retract, cost=lambda r: robust_cost(r, loss, f_scale),
-        max_iterations=max_iterations, progress=progress, label="kinematic calibration",
+        start, residual(start), None, lambda m: (residual(m), None), linearise,
+        problem.retract, cost=cost, max_iterations=max_iterations, progress=progress,
+        label="kinematic calibration",
     )  # fmt: skip
     nominal_subspace = subspace(linearisations[0])
     model = solution.model
@@ -494,14 +636,16 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
     tool = [k for k, m in enumerate(problem.markers) if m.frame in (None, chain.tool_name)]
     if tool:
         calibrated = replace(calibrated, tool_frame=model.placements[tool[0]])
-    cov = solution.covariance
+    cov = solution.covariance.copy()
+    fixed = np.linalg.norm(solution.S, axis=1) < 1e-9  # parameters no step moves: std 0
+    cov[fixed] = 0.0
+    cov[:, fixed] = 0.0
     n = chain.n
-    d, _ = problem.sizes
     eta_cov = np.zeros((6 * (n + 1), 6 * (n + 1)))
     eta_cov[: 6 * n, : 6 * n] = cov[: 6 * n, : 6 * n]
     if tool:
-        k = 6 * n + d + 6 * tool[0]
-        eta_cov[6 * n :, 6 * n :] = cov[k : k + 6, k : k + 6]
+        col = 6 * n + d + 6 * tool[0]
+        eta_cov[6 * n :, 6 * n :] = cov[col : col + 6, col : col + 6]
     return KinematicFit(
         chain=calibrated,
         model=model,
@@ -511,4 +655,7 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
         subspace=nominal_subspace,
         solution=solution,
         rotation_weight=problem.rotation_weight,
+        parameters=problem.parameters,
+        ridge=problem.ridge,
+        prior_weight=prior_weight,
     )

@@ -18,8 +18,8 @@ for a point of the marker (``dp = [-[p], I] Ad_Y x``),
 and for the rotation residual ``r = log(R R_meas^T)`` the rows ``w J_l^{-1}(r)
 [R_Y, 0]`` (differences as above, ``R_I = I`` for the device). Nothing of
 size (samples x parameters) is formed: each row is projected on the
-candidate directions P (block diagonal, 6 rows per block: 48 -> 34 columns
-for the iiwa's tool) and goes through a buffer into the upper-triangular
+candidate directions P (6 rows per block, each block mapping into a range of
+columns: 48 -> 34 columns for the iiwa's tool) and goes through a buffer into the upper-triangular
 factor R of ``[J P | r]`` (Householder reflections that fold a block of rows
 into R, LAPACK's ``dlarfg`` convention), so that ``R^T R = [J P | r]^T [J P
 | r]``; a second factor of ``sqrt(w) [J P | r]`` is kept when IRLS weights
@@ -193,8 +193,9 @@ def marker_rows(
     with a finite residual, ``dense`` writes the rows of J to ``J_out`` (N,
     k, p) and ``fold`` folds the rows ``[J P | r]`` into R (c, c), and
     ``sqrt(w) [J P | r]`` into Rw when ``sqrt_w`` (N, k) has rows. P =
-    ``proj`` (p, c - 1) is block diagonal: the columns of 6-block b map to
-    columns ``lo[b]:hi[b]``.
+    ``proj`` (p, c - 1): the rows of 6-block b map into columns
+    ``lo[b]:hi[b]`` (zero elsewhere; blocks may share columns, e.g. a joint
+    offset moves several joints and markers).
     """
     K = path.shape[0]
     has_position = position.shape[0] > 0
@@ -308,12 +309,14 @@ def marker_rows(
                     fold_rows(Rw, Bwt, filled)
                 filled = 0
             for r in range(k):
+                for t in range(c - 1):
+                    Bt[t, filled + r] = 0.0
                 for b in range(blocks):
                     for t in range(lo[b], hi[b]):
                         acc = 0.0
                         for i in range(6 * b, 6 * b + 6):
                             acc += rows[r, i] * proj[i, t]
-                        Bt[t, filled + r] = acc
+                        Bt[t, filled + r] += acc
                 Bt[c - 1, filled + r] = rows[r, p]
                 if weighted:
                     w = sqrt_w[n, r]

@@ -1,35 +1,56 @@
-"""One calibration run end to end: fit, validate on held-out samples, write the results.
+"""One calibration run end to end: choose, fit, validate on held-out samples, write the results.
 
-Every run fits the whole log and validates on samples no fit saw: the last
-fraction of the log, contiguous cross-validation folds (every sample held
-out once, predicted by a fit on the others; leave-one-out for static poses),
-or a second log (:mod:`workbench.calibration.validation`). The nominal model
-is scored on the same held-out samples (for measured poses in an unknown
-device frame, with its device and marker frames fitted on the same training
-samples, its best case).
+Every run validates on samples no fit saw: the last fraction of the log,
+contiguous cross-validation folds (every sample held out once, predicted by
+a fit on the others; leave-one-out for static poses), or a second log
+(:mod:`workbench.calibration.validation`). The same folds choose what to fit
+among the kind's candidates (:mod:`workbench.calibration.selection`: for
+measured poses ``frames``, ``offsets`` or ``twists`` with a ridge toward the
+nominal), the kept candidate is fitted on the whole log, and its held-out
+figures are its score on those folds (the selection's fold score, stated in
+``summary.json``). The nominal model is scored on the same held-out samples
+and defined in ``summary.json`` (``heldout.nominal_model``): for measured
+poses the model as loaded with the device and marker frames fitted on the
+same training samples (the ``frames`` candidate), for torques the model as
+loaded.
+
+Conventions: position errors are 3-D distances (m) in every figure,
+training and held-out (``rms_convention``, ``position_error``); torque
+figures are per joint in its unit (N m revolute, N prismatic;
+``units``) with the held-out relative RMS per joint; relative standard
+deviations of parameters that were not estimated read ``0 (fixed)``, those
+below 1e-9 % ``<1e-9``.
 
 The results directory holds
 
 * ``summary.json``: ``heldout_relative_rms`` (RMS of the held-out error
   divided by the RMS of the measurement; for poses, of the positions about
-  their mean), the nominal model's figure on the same samples, per-channel
-  RMS, per-fold figures, the kind's own statistics, and ``warnings``;
+  their mean), the nominal model's figure on the same samples, per-joint or
+  per-marker figures, per-fold figures, every candidate's figures and why
+  one was kept (``heldout.selection``), the kind's own statistics,
+  ``urdf_check`` and ``warnings``;
 * ``parameters.csv``: columns ``name,value,rel_std_percent`` (base
   parameters named by their regrouping, drive terms ``fv1, fs1, Ia1, off1,
   ..., Iam6, fvm6, fsm6``; for twists, the eta components);
-* ``calibrated.urdf`` (checked by loading it back with Pinocchio; viscous
-  and Coulomb friction in ``<dynamics>``) and, with drive terms,
-  ``calibrated.drives.toml`` (all drive parameters, read back by
+* ``calibrated.urdf``, only when it is exactly the calibrated model (read
+  back by Pinocchio to 1e-9; viscous and Coulomb friction in
+  ``<dynamics>``): a model with physically impossible link inertias or one
+  that does not read back is not written, with a warning
+  (:func:`calibrated_urdf`); with drive terms, ``calibrated.drives.toml``
+  (all drive parameters, read back by
   :func:`workbench.calibration.drives.read_drive_file`);
 * ``residuals.png`` (held-out RMS per channel on a log scale, residual
-  histograms) and, for torques, ``heldout_torques.png`` (measured, nominal
-  and calibrated torque per joint on the held-out samples);
+  histograms; for poses the 3-D distance and the angle per marker) and, for
+  torques, ``heldout_torques.png`` (measured, nominal and calibrated torque
+  per joint on the held-out samples);
 * ``report.html``: the page to open first, with the summary table, the
-  warnings and the plots inline (:mod:`workbench.viz.report_page`).
+  candidates, the warnings and the plots inline
+  (:mod:`workbench.viz.report_page`).
 
-A fit that makes the held-out error worse is still written (the command
-line then exits with code 1); figures that do not exist (a NaN) are
-``null`` in ``summary.json``, which stays valid JSON.
+A forced fit (``parameters`` other than ``auto``) that makes the held-out
+error worse is still written (the command line then exits with code 1);
+figures that do not exist (a NaN) are ``null`` in ``summary.json``, which
+stays valid JSON.
 """
 
 from __future__ import annotations
@@ -41,7 +62,6 @@ import json
 import math
 import os
 import sys
-import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -49,14 +69,16 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from workbench.calibration.kinds import Options, kind
+from workbench.calibration.exact_urdf import calibrated_urdf
+from workbench.calibration.kinds import Options, kind, std_figure
 from workbench.calibration.samples import Log
+from workbench.calibration.selection import select
+from workbench.calibration.selection import table as selection_table
 from workbench.calibration.validation import EndSplit, Folds, relative_rms
-from workbench.chain import Chain, check_inertias
-from workbench.errors import WorkbenchError, WorkbenchWarning
+from workbench.chain import Chain
+from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
 from workbench.lie import Array
-from workbench.urdf import reload_urdf, write_urdf
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
 from workbench.viz.report_page import write_report_page
 
@@ -83,6 +105,7 @@ class CalibrationReport:
     heldout: HeldOut
     files: dict[str, str] = field(default_factory=dict)
     dynamics: dict[str, tuple[float, float]] = field(default_factory=dict)
+    urdf: str | None = None  # calibrated.urdf, None when it cannot be exactly the model
 
 
 def default_validation(log: Log) -> EndSplit | Folds:
@@ -131,80 +154,84 @@ class _LinesAboveBar(io.TextIOBase):
 def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationReport:
     """:func:`calibrate`, advancing ``bar`` after the equations and after each fit."""
     spec = kind(kind_name)
-    problem = spec.prepare(chain, log, options)
+    quiet = replace(options, progress=False)  # validation fits run quietly
+    problem = spec.prepare(chain, log, quiet)
     bar.update()
-    bar.set_description(f"{kind_name} calibration: fitting {len(problem.times)} samples")
-    full = problem.fit(None)
-    bar.update()
-    problem.options = replace(options, progress=False)  # validation fits run quietly
     everything = np.arange(len(problem.times))
+    second = isinstance(validation, Log)  # then the fitted log's own folds choose the model
+    scheme = default_validation(log) if second else validation or default_validation(log)
+    splits = scheme.splits(problem.times)
+    fits = len(problem.candidates) + (problem.nominal_candidate is None)
+    bar.total += len(splits) * fits
+    bar.set_description(f"{kind_name} calibration: validation fits")
+    forced = options.parameters if options.parameters != "auto" else None
+    selection = select(problem, splits, bar.update, forced=forced)
+    if len(problem.candidates) > 1 and options.progress:
+        print(selection_table(selection), file=sys.stderr)
+    bar.set_description(f"{kind_name} calibration: fitting {len(problem.times)} samples")
+    problem.options = options
+    full = problem.fit(None, selection.kept.candidate)
+    problem.options = quiet
+    bar.update()
     train_after = problem.errors(full, everything)
     train_before = problem.errors(problem.baseline(None), everything)
     folds: list[dict[str, Any]] = []
-    if isinstance(validation, Log):
-        other = spec.prepare(chain, validation, options)
+    shown = problem
+    if second:
+        weight = getattr(problem, "rotation_weight", options.rotation_weight)  # as fitted
+        other = shown = spec.prepare(chain, validation, replace(quiet, rotation_weight=weight))
         rows = np.arange(len(other.times))
         after = other.errors(full, rows)
         before = other.errors(other.baseline(None), rows)
-        label, times, measured = (
-            f"second log {validation.source}",
-            other.times,
-            other.measured(rows),
-        )
-        figures = other.heldout(after, rows)
-        nominal = other.heldout(before, rows)
+        label = f"second log {validation.source}"
+        times, measured = other.times, other.measured(rows)
+        figures, nominal = other.heldout(after, rows), other.heldout(before, rows)
     else:
-        scheme = validation or default_validation(log)
-        label = scheme.label
-        splits = scheme.splits(problem.times)
-        bar.total += len(splits)
-        after = np.full_like(train_after, np.nan)
-        before = np.full_like(train_before, np.nan)
-        held = np.zeros(len(problem.times), dtype=bool)
-        bar.set_description(f"{kind_name} calibration: validation fits")
-        for train, test in splits:
-            after[test] = problem.errors(problem.fit(train), test)
-            before[test] = problem.errors(problem.baseline(train), test)
-            held[test] = True
-            bar.update()
-            if len(splits) <= 20:
-                folds.append(
-                    {"samples": int(test.size), **_numbers(problem.heldout(after[test], test))}
-                )
-        rows = np.flatnonzero(held)
-        after, before = after[rows], before[rows]
+        kept, base = selection.kept, selection.nominal
+        rows = kept.rows
+        after, before = kept.errors[rows], base.errors[rows]
+        label, folds = scheme.label, kept.folds
         times, measured = problem.times[rows], problem.measured(rows)
-        figures = problem.heldout(after, rows)
-        nominal = problem.heldout(before, rows)
+        figures, nominal = kept.figures, base.figures
     fitted = problem.summary(full)
     _check_determined(log, train_after, fitted.get("identifiable_dimension"))
     _check_measurable(log, len(times), figures, nominal)
     rms = {
-        "train_before": _rms(train_before),
-        "train_after": _rms(train_after),
-        "validation_before": _rms(before),
-        "validation_after": _rms(after),
+        "train_before": problem.rms(train_before),
+        "train_after": problem.rms(train_after),
+        "validation_before": shown.rms(before),
+        "validation_after": shown.rms(after),
         "unit": problem.unit,
     }
     summary = report_summary(
         kind_name, chain, log, label, figures, nominal, folds, rms,
-        fitted=len(problem.times), heldout=len(times),
+        fitted=len(problem.times), heldout=len(times), convention=problem.rms_convention,
+        nominal_model=problem.nominal_model,
     )  # fmt: skip
+    if len(problem.candidates) > 1:
+        summary["heldout"]["selection"] = selection.summary(forced is not None)
+        if second:
+            summary["heldout"]["selection"]["scheme"] = scheme.label
     summary.update(fitted)
-    if problem.unit == "N m":
+    if measured is not None:
         summary["train_relative_rms"] = relative_rms(
             train_after + problem.measured(everything), problem.measured(everything)
         )
-    heldout = HeldOut(times, after, before, measured, tuple(problem.labels), problem.unit)
+    a, labels, unit = shown.channels(after)
+    b, _, _ = shown.channels(before)
+    heldout = HeldOut(times, a, b, measured, labels, unit)
     return report_of(problem, full, summary, heldout)
 
 
 def report_summary(
     kind: str, chain: Chain, log, scheme: str, figures: dict, nominal: dict, folds: list,
-    rms: dict, *, fitted: int, heldout: int,
+    rms: dict, *, fitted: int, heldout: int, convention: str, nominal_model: str,
 ) -> dict:  # fmt: skip
     """The summary.json entries every calibration report has (a :class:`Log` or a large log:
-    both carry ``dropped``, ``differentiated``, ``decimation`` and ``border``)."""
+    both carry ``dropped``, ``differentiated``, ``decimation`` and ``border``).
+
+    ``convention`` says what the ``rms`` figures are (3-D distances in m, or
+    efforts in each joint's unit), ``nominal_model`` what "nominal" is."""
     return {
         "kind": kind,
         "model": chain.name,
@@ -217,9 +244,11 @@ def report_summary(
             "samples": heldout,
             "calibrated": figures,
             "nominal": nominal,
+            "nominal_model": nominal_model,
             "folds": folds,
         },
         "rms": rms,
+        "rms_convention": convention,
         "samples": {"fitted": fitted, "heldout": heldout},
         "dropped_rows": [
             {"line": d.line, "column": d.column, "reason": d.reason} for d in log.dropped
@@ -232,16 +261,19 @@ def report_summary(
 
 def report_of(problem, fit, summary: dict, heldout: HeldOut) -> CalibrationReport:
     """The report of a kind's ``problem`` fitted on all samples (``fit``): the calibrated
-    model (a warning when it is physically impossible), parameters, files and dynamics."""
+    model, its URDF when it is exactly that model (:func:`calibrated_urdf`), parameters,
+    files and dynamics."""
     calibrated = problem.chain(fit)
-    warn_if_impossible(calibrated)
+    dynamics = problem.dynamics(fit)
+    urdf, check = calibrated_urdf(calibrated, dynamics)
     return CalibrationReport(
         calibrated,
-        summary,
+        summary | {"urdf_check": check},
         problem.parameters(fit),
         heldout,
         problem.files(fit),
-        problem.dynamics(fit),
+        dynamics,
+        urdf,
     )
 
 
@@ -267,27 +299,6 @@ def _check_measurable(log: Log, samples: int, *figures: dict[str, Any]) -> None:
     )
 
 
-def warn_if_impossible(chain: Chain) -> None:
-    """Warn when the calibrated inertias are no rigid body's (workbench will not load them)."""
-    try:
-        check_inertias(chain, "the calibrated model")
-    except WorkbenchError as exc:
-        warnings.warn(
-            f"{exc}; it reproduces the identified torques, but workbench refuses to load it as "
-            "a robot model (calibrate with --physical for a physically consistent one)",
-            WorkbenchWarning,
-            stacklevel=3,
-        )
-
-
-def _rms(r: Array) -> float:
-    return float(np.sqrt(np.nanmean(np.square(r))))
-
-
-def _numbers(figures: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in figures.items() if not isinstance(v, dict)}
-
-
 def json_ready(value: Any) -> Any:
     """``value`` with NumPy scalars as numbers and NaN or inf as None (JSON has neither)."""
     if isinstance(value, dict):
@@ -304,26 +315,72 @@ def json_ready(value: Any) -> Any:
 
 
 def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The summary table of ``report.html``: what ran on what, and the held-out figures."""
+    """The summary table of ``report.html``: what ran on what, the held-out figures, the
+    candidates and why one was kept, per-joint figures with their units, the URDF check."""
     held = summary["heldout"]
     unit = summary["rms"]["unit"]
-    return [
+    rows = [
         ("model", f"{summary['model']} (tool frame {summary['tool_frame']})"),
         ("log", summary["log"]),
         ("held out", f"{held['scheme']}, {held['samples']} samples"),
+        ("nominal model", held["nominal_model"]),
         (
             "held-out relative RMS, nominal -> calibrated",
             f"{_figure(held['nominal']['relative_rms'])} -> "
             f"{_figure(held['calibrated']['relative_rms'])}",
         ),
         (
-            f"held-out RMS [{unit}], nominal -> calibrated",
+            f"held-out RMS [{unit}] ({summary['rms_convention']}), nominal -> calibrated",
             f"{_figure(summary['rms']['validation_before'])} -> "
             f"{_figure(summary['rms']['validation_after'])}",
         ),
+    ]
+    if "orientation_rms_rad" in held["calibrated"]:
+        rows.append(
+            (
+                "held-out orientation RMS [rad] (rotation angle), nominal -> calibrated",
+                f"{_figure(held['nominal']['orientation_rms_rad'])} -> "
+                f"{_figure(held['calibrated']['orientation_rms_rad'])}",
+            )
+        )
+    joints = summary.get("units", {}).get("joints", {})
+    for joint, relative in held["calibrated"].get("relative_rms_per_joint", {}).items():
+        rows.append(
+            (
+                f"{joint}: held-out relative RMS, nominal -> calibrated; RMS "
+                f"[{joints.get(joint, {}).get('effort', unit)}]",
+                f"{_figure(held['nominal']['relative_rms_per_joint'][joint])} -> "
+                f"{_figure(relative)}; {_figure(held['nominal']['rms'][joint])} -> "
+                f"{_figure(held['calibrated']['rms'][joint])}",
+            )
+        )
+    selection = held.get("selection")
+    if selection:
+        for candidate in selection["candidates"]:
+            kept = " (kept)" if candidate["name"] == selection["kept"] else ""
+            text = f"relative RMS {_figure(candidate['relative_rms'])}"
+            if "position_rms_m" in candidate:
+                text += f", position {_figure(candidate['position_rms_m'])} m (3-D)"
+            if "orientation_rms_rad" in candidate:
+                text += f", orientation {_figure(candidate['orientation_rms_rad'])} rad"
+            rows.append((f"candidate {candidate['name']}{kept}", text))
+        rows.append(("kept, and why", f"{selection['kept']}: {selection['reason']}"))
+        rows.append(("held-out figures of the kept candidate", selection["heldout_figures"]))
+    check = summary["urdf_check"]
+    rows.append(
+        (
+            "calibrated.urdf",
+            "written; reads back equal to the model within "
+            f"{_figure(max(check['reload_max_difference'].values()))}"
+            if check["written"]
+            else f"not written: {check['reason']}",
+        )
+    )
+    rows += [
         ("samples fitted", summary["samples"]["fitted"]),
         ("files", ", ".join(summary["files"])),
     ]
+    return rows
 
 
 def _figure(value: Any) -> str:
@@ -331,13 +388,16 @@ def _figure(value: Any) -> str:
 
 
 def parameters_csv(rows: list[tuple[str, float, float]]) -> str:
-    """``name,value,rel_std_percent`` text (relative std ``inf`` where the value is 0)."""
+    """``name,value,rel_std_percent`` text: the relative std in percent, ``0 (fixed)`` for a
+    parameter not estimated, ``<1e-9`` below numerical meaning, ``inf`` for a value of 0
+    (:func:`workbench.calibration.kinds.std_figure`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["name", "value", "rel_std_percent"])
     for name, value, rel in rows:
+        figure = std_figure(rel)
         writer.writerow(
-            [name, repr(float(value)), repr(float(rel)) if math.isfinite(rel) else "inf"]
+            [name, repr(float(value)), figure if isinstance(figure, str) else repr(figure)]
         )
     return buffer.getvalue()
 
@@ -347,15 +407,10 @@ def write_report(
 ) -> Path:
     """Write the results (module docstring) into ``directory``."""
     directory = Path(directory)
-    urdf = write_urdf(report.chain, directory / "calibrated.urdf", dynamics=report.dynamics)
-    reloaded = reload_urdf(report.chain, urdf)
-    if reloaded.joint_names != report.chain.joint_names:
-        raise WorkbenchError(f"{urdf}: joint names changed when written")
-    mismatch = {
-        "twists": float(np.abs(reloaded.twists - report.chain.twists).max()),
-        "tool_frame": float(np.abs(reloaded.tool_frame - report.chain.tool_frame).max()),
-        "phi": float(np.abs(reloaded.phi - report.chain.phi).max()),
-    }
+    written = ["summary.json", "parameters.csv", "report.html", *report.files]
+    if report.urdf is not None:
+        atomic_write_text(directory / "calibrated.urdf", report.urdf)
+        written.append("calibrated.urdf")
     for name, text in report.files.items():
         atomic_write_text(directory / name, text)
     atomic_write_text(directory / "parameters.csv", parameters_csv(report.parameters))
@@ -366,14 +421,12 @@ def write_report(
             plot_heldout_torques(
                 directory / "heldout_torques.png", h.t, h.measured, h.measured + h.after,
                 h.measured + h.before, h.labels,
+                ylabel="torque [N m]" if h.unit == "N m" else "effort [unit in each title]",
             )
         )  # fmt: skip
     summary = report.summary | {
-        "urdf": urdf.name,
-        "urdf_reload_max_difference": mismatch,
-        "files": sorted(
-            ["summary.json", "parameters.csv", "calibrated.urdf", "report.html", *report.files]
-        ),
+        "urdf": "calibrated.urdf" if report.urdf is not None else None,
+        "files": sorted(written),
         "warnings": warnings or [],
     }
     write_report_page(

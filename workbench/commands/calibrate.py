@@ -114,6 +114,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="dynamic: physically consistent inertias, non-negative friction and rotor inertia",
     )  # fmt: skip
     parser.add_argument(
+        "--parameters", default="auto", choices=("auto", "frames", "offsets", "twists"),
+        help="kinematic: what to fit: the device and marker frames only, + joint zero offsets, "
+        "+ full joint twists, or auto: the one the held-out folds predict best, with a ridge "
+        "toward the nominal that they choose too (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
         "--quiet", action="store_true", help="no progress bars or compile message on stderr"
     )
 
@@ -224,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         settings = Options(
             loss=args.loss, f_scale=args.f_scale, physical=args.physical, inertial=args.inertial,
             terms=terms, nominal_drives=nominal, rotation_weight=args.rotation_weight,
-            progress=not args.quiet,
+            parameters=args.parameters, progress=not args.quiet,
         )  # fmt: skip
         if large:
             report = calibrate_chunked(chain, log, validation, settings)

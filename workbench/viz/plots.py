@@ -162,6 +162,7 @@ def plot_heldout_torques(
     calibrated: ArrayLike,
     nominal: ArrayLike,
     names: Sequence[str],
+    ylabel: str = "torque [N m]",
 ) -> Path:
     """Measured, calibrated and nominal torques (K, n) per joint against t (K,): one panel each.
 
@@ -188,7 +189,7 @@ def plot_heldout_torques(
         if j == 0:
             ax.legend(loc="best", fontsize="x-small")
     fig.supxlabel("time [s]")
-    fig.supylabel("torque [N m]")
+    fig.supylabel(ylabel)
     fig.suptitle("Held-out torques")
     return _save(fig, path)
 

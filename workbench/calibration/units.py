@@ -1,0 +1,63 @@
+"""Units of calibration figures by joint type: revolute N m and kg m^2, prismatic N and kg.
+
+A revolute joint's effort is a torque (N m), its rotor inertia reflected to
+the joint a moment of inertia (kg m^2), its viscous friction N m s/rad; a
+prismatic joint's effort is a force (N), its reflected rotor inertia a mass
+(kg), its viscous friction N s/m. Reports print the unit of each joint's
+figure from the joint's type (:func:`joint_units`), and one unit for pooled
+figures only when every joint has it (:func:`effort_unit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workbench.chain import PRISMATIC, Chain
+
+REVOLUTE_UNITS = {
+    "position": "rad", "velocity": "rad/s", "effort": "N m", "rotor_inertia": "kg m^2",
+    "viscous_friction": "N m s/rad", "coulomb_friction": "N m", "offset": "N m",
+}  # fmt: skip
+PRISMATIC_UNITS = {
+    "position": "m", "velocity": "m/s", "effort": "N", "rotor_inertia": "kg",
+    "viscous_friction": "N s/m", "coulomb_friction": "N", "offset": "N",
+}  # fmt: skip
+DRIVE_TERMS = {"Ia": "rotor_inertia", "fv": "viscous_friction", "fs": "coulomb_friction",
+               "off": "offset"}  # fmt: skip
+
+
+def joint_kinds(chain: Chain, labels: Sequence[str]) -> list[str]:
+    """The kind (revolute, prismatic) of each joint named in ``labels`` (a chain's or a closed
+    chain's tree's joints)."""
+    tree = getattr(chain, "tree", chain)
+    kinds = dict(zip(tree.joint_names, tree.joint_kinds, strict=True))
+    return [kinds[label] for label in labels]
+
+
+def joint_units(chain: Chain, labels: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Per joint in ``labels``: the unit of its position, effort, rotor inertia, friction."""
+    return {
+        label: dict(PRISMATIC_UNITS if kind == PRISMATIC else REVOLUTE_UNITS)
+        for label, kind in zip(labels, joint_kinds(chain, labels), strict=True)
+    }
+
+
+def effort_unit(chain: Chain, labels: Sequence[str]) -> str:
+    """The unit of efforts pooled over the joints ``labels``: one when they share it."""
+    kinds = set(joint_kinds(chain, labels))
+    if kinds == {PRISMATIC}:
+        return "N"
+    if PRISMATIC in kinds:
+        return "N m (revolute joints), N (prismatic joints)"
+    return "N m"
+
+
+def drive_parameter_unit(name: str, chain: Chain, labels: Sequence[str]) -> str | None:
+    """The unit of a drive parameter named ``<term><joint number>`` (``fv3``, ``Ia1``), or None
+    for names that are not one joint's drive term (coupled-motor terms ``Iam6``, ...)."""
+    term = name.rstrip("0123456789")
+    number = name[len(term) :]
+    if term not in DRIVE_TERMS or not number or not 1 <= int(number) <= len(labels):
+        return None
+    label = labels[int(number) - 1]
+    return joint_units(chain, [label])[label][DRIVE_TERMS[term]]
