@@ -143,9 +143,9 @@ def run(args: argparse.Namespace) -> int:
     from workbench.calibration.logs import read_log
     from workbench.calibration.report import calibrate, write_report
     from workbench.calibration.validation import EndSplit, Folds
-    from workbench.dynamics.kernels import set_compile_message
     from workbench.errors import WorkbenchError, WorkbenchWarning
     from workbench.io import check_output_directory, results_directory
+    from workbench.runtime import set_compile_message
 
     check_output_directory(args.out)
     _check_numbers(args)

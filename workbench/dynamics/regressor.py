@@ -26,6 +26,7 @@ from workbench.dynamics import kernels as sk
 from workbench.dynamics.inverse_dynamics import check_state, kernel_model
 from workbench.inertia import motion_matrix, rotational_inertia
 from workbench.lie import Array
+from workbench.runtime import jit, run_batched
 
 BLOCK = 4096  # samples per block: temporaries stay small, whatever the log's length
 
@@ -67,7 +68,7 @@ def regressor_columns(
     out = np.empty((N, n, columns.size))
     for start in range(0, N, BLOCK):
         stop = min(start + BLOCK, N)
-        sk.run_batched(
+        run_batched(
             _regressor_kernel, stop - start, km, q[start:stop], dq[start:stop],
             ddq[start:stop], link, np.ascontiguousarray(unit[:, 0]),
             np.ascontiguousarray(unit[:, 1:4]), np.ascontiguousarray(rotational_inertia(unit)),
@@ -76,7 +77,7 @@ def regressor_columns(
     return out
 
 
-@sk.jit
+@jit
 def _regressor_kernel(km, q, dq, ddq, link, um, uh, uI, Y, start, stop):
     """Y[s] (n, c) for samples start..stop-1: column c is S_i^T f of the unit body (um, uh,
     uI)[c] on link[c], for the joints i on the path to that link (module docstring)."""
