@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(code: str) -> str:
+def _run(code: str) -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.pop(name, None)
@@ -53,3 +53,59 @@ def test_blas_runs_on_one_thread_while_the_kernel_pool_takes_every_core():
     before, shared, alone, again = map(int, out)
     assert before > 1
     assert (shared, alone, again) == (1, before, 1)
+
+
+def test_no_kernel_compiles_after_warm_up_on_another_robot():
+    """After ``warm_up`` (tiny models), calibrating a 6-joint robot adds no kernel signature.
+
+    A new signature is a compilation (or a disk-cache load) the warm-up did not
+    do; the logs are given with strided and read-only columns, as table
+    readers produce them.
+    """
+    out = _run(
+        """
+        import sys, warnings
+        from dataclasses import replace
+        import numpy as np
+        from numba.core.registry import CPUDispatcher
+        from workbench import models
+        from workbench.calibration.kinds import Options
+        from workbench.calibration.report import calibrate
+        from workbench.calibration.simulate import simulate_log
+        from workbench.calibration.validation import Folds
+        from workbench.dynamics.regressor import regressor_columns, torque_regressor
+        from workbench.warm_up import warm_up
+
+        def signatures():
+            return {
+                (name, str(sig))
+                for name, module in list(sys.modules.items()) if name.startswith("workbench")
+                for obj in list(vars(module).values()) if isinstance(obj, CPUDispatcher)
+                for sig in obj.signatures
+            }
+
+        def strided(x):
+            y = np.asfortranarray(x)
+            y.flags.writeable = False
+            return y
+
+        warm_up()
+        before = signatures()
+        chain = models.load("ur5")
+        warnings.simplefilter("ignore")
+        for kind in ("kinematic", "twist", "dynamic"):
+            log, _ = simulate_log(chain, kind=kind, samples=120, orientation=True, noise=1e-3)
+            log = replace(log, q=strided(log.q), dq=None if log.dq is None else strided(log.dq))
+            calibrate(chain, kind, log, Folds(2), Options(physical=kind == "dynamic"))
+        q = strided(np.ones((300, 6)))
+        torque_regressor(chain, q, q[:, ::-1], q)
+        regressor_columns(chain, q, q[:, ::-1], q, np.arange(10), "joint")
+        new = sorted(signatures() - before)
+        print(len(before), len(new))
+        for name, sig in new:
+            print(name, sig.replace(" ", ""))
+        """
+    )
+    before, new, *names = out
+    assert int(before) > 10  # the warm-up compiled the project's kernels
+    assert int(new) == 0, names

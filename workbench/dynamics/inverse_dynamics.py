@@ -82,15 +82,15 @@ def check_state(chain: Chain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike, f_too
         batched = batched or bf
     N = same_batch(*arrays)
     return State(
-        _kernel_array(broadcast_samples(q, N)),
-        _kernel_array(broadcast_samples(dq, N)),
-        _kernel_array(broadcast_samples(ddq, N)),
-        None if f_tool is None else _kernel_array(broadcast_samples(f_tool, N)),
+        kernel_array(broadcast_samples(q, N)),
+        kernel_array(broadcast_samples(dq, N)),
+        kernel_array(broadcast_samples(ddq, N)),
+        None if f_tool is None else kernel_array(broadcast_samples(f_tool, N)),
         batched,
     )
 
 
-def _kernel_array(x: Array) -> Array:
+def kernel_array(x: ArrayLike) -> Array:
     """``x`` as a writeable C-contiguous float array (a copy only when it is not): read-only
     or strided arrays are other numba types, which would compile the kernels again."""
     return np.require(x, dtype=np.float64, requirements=("C", "W"))

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 
 from workbench.chain import Chain
 from workbench.dynamics import kernels as sk
-from workbench.dynamics.inverse_dynamics import check_state, kernel_model
+from workbench.dynamics.inverse_dynamics import check_state, kernel_array, kernel_model
 from workbench.inertia import motion_matrix, rotational_inertia
 from workbench.lie import Array
 from workbench.runtime import jit, run_batched
@@ -52,8 +52,9 @@ def regressor_columns(
     """The ``columns`` (k,) of the regressor in ``frame`` (project order), (N, n, k).
 
     Only the requested columns are computed, block by block; ``q``, ``dq``,
-    ``ddq`` are checked (N, n) arrays. Column ``10 k + j`` is link k's
-    parameter j; in the joint frame it is the base-frame body
+    ``ddq`` are checked (N, n) arrays (of any layout: the kernel gets them
+    C-contiguous, so that it is compiled once). Column ``10 k + j`` is link
+    k's parameter j; in the joint frame it is the base-frame body
     ``L(M_k) e_j``.
     """
     if frame not in ("base", "joint"):
@@ -64,6 +65,7 @@ def regressor_columns(
     if frame == "joint":
         unit = np.einsum("crj,cj->cr", motion_matrix(chain.joint_frames)[link], np.eye(10)[j])
     km = kernel_model(chain)
+    q, dq, ddq = kernel_array(q), kernel_array(dq), kernel_array(ddq)
     N, n = q.shape
     out = np.empty((N, n, columns.size))
     for start in range(0, N, BLOCK):
