@@ -55,10 +55,9 @@ from workbench.closed_chains.task_space import (
 from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
-from workbench.ocp.model_functions import model_callbacks
+from workbench.ocp.model_functions import load_kernels, model_callbacks
 from workbench.ocp.nlp import Constraints, ipopt_options, status, violation
 from workbench.ocp.problem import ReachProblem, ReachResult
-from workbench.warm_up import warm_up
 
 COARSE = 0.05  # transcription error, as a fraction of the tool's travel, that makes a warning
 
@@ -220,9 +219,7 @@ def solve(
         problem.barrier,
     )  # fmt: skip
     solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
-    warm_up()
-    if design is not None:  # compile or load the mesh kernels before timing
-        design.link_phi(np.zeros(design.size))
+    load_kernels(model, rows, q_start, design)  # compiled or loaded before timing
     started = time.perf_counter()
     sol = solver(x0=x0, lbx=nlp["lbx"], ubx=nlp["ubx"], lbg=nlp["lbg"], ubg=nlp["ubg"])
     elapsed = time.perf_counter() - started
