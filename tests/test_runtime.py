@@ -109,3 +109,52 @@ def test_no_kernel_compiles_after_warm_up_on_another_robot():
     before, new, *names = out
     assert int(before) > 10  # the warm-up compiled the project's kernels
     assert int(new) == 0, names
+
+
+def test_a_reach_solve_compiles_nothing_after_its_model_functions_loaded(tmp_path):
+    """``solve`` loads its model's kernels before timing: IPOPT's evaluations add no signature.
+
+    The co-design problem (design variables: torque regressor and mesh kernels
+    too) with a few knots, in a fresh process.
+    """
+    source = ROOT / "problems" / "fivebar_codesign.toml"
+    problem = tmp_path / "codesign.toml"
+    text = source.read_text().replace("knots = 100", "knots = 6").replace("../models", "models")
+    problem.write_text(text.replace('"models/', f'"{ROOT}/models/'))
+    out = _run(
+        f"""
+        import sys
+        from numba.core.registry import CPUDispatcher
+        from workbench.ocp import reach
+        from workbench.ocp.problem import ReachProblem
+
+        def signatures():
+            return {{
+                (name, str(sig))
+                for name, module in list(sys.modules.items()) if name.startswith("workbench")
+                for obj in list(vars(module).values()) if isinstance(obj, CPUDispatcher)
+                for sig in obj.signatures
+            }}
+
+        nlpsol, seen = reach.ca.nlpsol, []
+
+        def counted(*args, **kwargs):
+            solver = nlpsol(*args, **kwargs)
+
+            def call(**inputs):
+                before = signatures()
+                out = solver(**inputs)
+                seen.append(sorted(signatures() - before))
+                return out
+
+            call.stats = solver.stats
+            return call
+
+        reach.ca.nlpsol = counted
+        result = reach.solve(ReachProblem.from_toml("{problem}"), progress=False)
+        print(result.status, len(seen), len(seen[0]), *seen[0])
+        """
+    )
+    status, solves, new, *names = out
+    assert (status, solves) == ("solved", "1")
+    assert int(new) == 0, names
