@@ -19,13 +19,9 @@ threads by :func:`workbench.runtime.run_batched`.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
-from workbench.runtime import run_batched
-
-jit = nb.njit(cache=True, error_model="numpy", nogil=True)
-leaf = nb.njit(cache=True, error_model="numpy", inline="always")
+from workbench.runtime import jit, leaf, run_batched
 
 KINDS = {"point": 0, "rotation": 1, "weld": 2, "revolute": 3, "planar": 4}
 
