@@ -33,7 +33,7 @@ from timing import machine, median_seconds, row
 import workbench as wb
 from workbench.calibration.kinematic import KinematicProblem, Linearisation, calibrate_kinematic
 from workbench.calibration.simulate import simulate_log
-from workbench.dynamics.kernels import available_cores, set_num_threads
+from workbench.runtime import available_cores, set_num_threads
 from workbench.testing import central_differences
 
 

@@ -18,7 +18,7 @@ import pinocchio as pin
 from timing import machine, median_seconds, row
 
 import workbench as wb
-from workbench.dynamics import kernels
+from workbench import runtime
 
 
 def main() -> None:
@@ -45,9 +45,9 @@ def main() -> None:
     print(row("method", "µs / sample", "ours / Pinocchio loop"))
     print(row("---", "---", "---"))
     print(row("Python loop over pinocchio.rnea", f"{t_pin / N * 1e6:.3f}", "1.00"))
-    cores = kernels.available_cores()
+    cores = runtime.available_cores()
     for threads in sorted({cores, 1}, reverse=True):
-        kernels.set_num_threads(threads)
+        runtime.set_num_threads(threads)
         t = median_seconds(lambda: wb.inverse_dynamics(chain, q, dq, ddq), args.repeats)
         label = f"wb.inverse_dynamics, {threads} thread{'s' if threads > 1 else ''}"
         print(row(label, f"{t / N * 1e6:.3f}", f"{t / t_pin:.2f}"))

@@ -23,7 +23,7 @@ import pinocchio as pin
 from timing import machine, median_seconds, row
 
 import workbench as wb
-from workbench.dynamics import kernels
+from workbench import runtime
 from workbench.dynamics.time_derivatives import time_derivatives
 from workbench.pinocchio_conversion import shared_model
 
@@ -72,13 +72,13 @@ def main() -> None:
     print(
         row("5-point stencil over pinocchio.rnea (Python loop)", f"{t_pin / N * 1e6:.2f}", "1.00")
     )
-    cores = kernels.available_cores()
+    cores = runtime.available_cores()
     for threads in sorted({cores, 1}, reverse=True):
-        kernels.set_num_threads(threads)
+        runtime.set_num_threads(threads)
         t = median_seconds(lambda: time_derivatives(chain, *derivatives), args.repeats)
         label = f"wb.time_derivatives, {threads} thread{'s' if threads > 1 else ''}"
         print(row(label, f"{t / N * 1e6:.2f}", f"{t / t_pin:.2f}"))
-    kernels.set_num_threads(cores)
+    runtime.set_num_threads(cores)
 
 
 if __name__ == "__main__":

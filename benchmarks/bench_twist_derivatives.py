@@ -31,7 +31,7 @@ import pinocchio as pin
 from timing import machine, median_seconds, row
 
 import workbench as wb
-from workbench.dynamics import kernels
+from workbench import runtime
 from workbench.dynamics.derivatives import (
     rnea_derivatives,
     rnea_derivatives_pinocchio,
@@ -86,9 +86,9 @@ def measure(chain, N, rng, repeats, cores, jac, plus, minus, model):
     repeats = repeats if N < 10_000 else max(3, repeats // 2)
     t_ours = {}
     for threads in (cores, 1):
-        kernels.set_num_threads(threads)
+        runtime.set_num_threads(threads)
         t_ours[threads] = median_seconds(lambda: twist_derivatives(chain, q, dq, ddq), repeats)
-    kernels.set_num_threads(cores)
+    runtime.set_num_threads(cores)
     t_fd = median_seconds(lambda: finite_differences(*fd_args), repeats)
     t_ad = min(median_seconds(lambda f=f: f(x), repeats) for f in mapped)
     t_state = median_seconds(lambda: rnea_derivatives(chain, q, dq, ddq), repeats)
@@ -119,7 +119,7 @@ def main() -> None:
         plus.append(wb.to_pinocchio(chain.with_eta(e)))
         minus.append(wb.to_pinocchio(chain.with_eta(-e)))
     jac = casadi_jacobian(chain)
-    cores = kernels.available_cores()
+    cores = runtime.available_cores()
     rng = np.random.default_rng(0)
     print(machine())
     print(f"iiwa, n = {n}, {m + 3 * n} columns, median of {args.repeats}; µs per sample\n")

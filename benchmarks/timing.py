@@ -27,7 +27,7 @@ def machine() -> str:
     import numpy
     import pinocchio
 
-    from workbench.dynamics.kernels import available_cores
+    from workbench.runtime import available_cores
 
     return (
         f"{platform.processor() or platform.machine()}, {available_cores()} "

@@ -124,12 +124,13 @@ def test_chunked_options_equal_in_memory(iiwa, log, in_memory_fits, column_norms
     b = calibrate_dynamic(iiwa, chunked, weighted=False)
     assert_same_fit(in_memory_fits["unweighted"], b, column_norms)
     # --physical: the consistent model is the barrier method's optimum (duality gap 1e-10 of
-    # the objective) from inputs equal to 1e-14: beta equal to the solver's tolerance (the
+    # the objective) from inputs equal to 1e-14: beta equal to the solver's tolerance, which
+    # bounds the objective, quadratic in beta, so beta to about sqrt(1e-10) (4e-8 seen; the
     # standard parameters x differ along directions the torques do not see)
     a = in_memory_fits["physical"]
     b = calibrate_dynamic(iiwa, chunked, physical=True)
     assert a.physically_consistent and b.physically_consistent
-    assert relative(b.beta, a.beta) < 1e-8
+    assert relative(b.beta, a.beta) < 1e-6
 
 
 @pytest.mark.parametrize("scheme", [Folds(3), EndSplit(0.25)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 import subprocess
@@ -138,6 +139,25 @@ def test_live_server_serves_the_scene(shown):
     finally:
         viewer.close(vis)
     assert vis.window.server_proc.poll() is not None
+
+
+def _scene_commands(html: str) -> list:
+    """The page's drawing commands, decoded, with meshcat's random uuids replaced."""
+    blobs = re.findall(r"octet-binary;base64,([A-Za-z0-9+/=]+)", html)
+    uuid = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    return [uuid.sub(b"uuid", base64.b64decode(blob)) for blob in blobs]
+
+
+def test_static_html_without_a_server_is_the_servers_page(shown):
+    """The in-process export equals what a meshcat server exports for the same scene."""
+    with viewer.local_visualizer() as vis:
+        scene.show_trajectory(vis, shown.robot, shown.t, shown.q)
+        served = vis.static_html()
+    local = viewer.static_html(shown.robot, shown.t, shown.q)
+    blob = re.compile(r"octet-binary;base64,[A-Za-z0-9+/=]+")
+    assert blob.sub("", local) == blob.sub("", served)  # the page and meshcat's JavaScript
+    commands = _scene_commands(served)
+    assert len(commands) > 5 and _scene_commands(local) == commands
 
 
 def test_unreachable_server_is_an_error(monkeypatch, shown):

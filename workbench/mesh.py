@@ -42,11 +42,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
-from workbench.dynamics import kernels as sk
 from workbench.errors import WorkbenchError
 from workbench.inertia import rotational_inertia
 from workbench.io import check_input_file
 from workbench.lie import Array
+from workbench.runtime import jit, leaf
 
 UNITS = {"m": 1.0, "cm": 1e-2, "mm": 1e-3, "in": 0.0254}
 
@@ -138,7 +138,7 @@ def _phi_from_sums(sums: Array) -> Array:
     )
 
 
-@sk.jit
+@jit
 def _vertex_scan(vertices):
     """(all coordinates finite, degenerate-face tolerance on |cross|^2: (1e-14 extent^2)^2)."""
     finite = True
@@ -159,7 +159,7 @@ def _vertex_scan(vertices):
 _BLOCK = 512  # faces summed into a block total before the grand total (rounding)
 
 
-@sk.jit
+@jit
 def _face_pass(vertices, faces, density, tolerance, sums, gradient):
     """Moments of all faces, added into ``sums`` (times ``density``), and their vertex gradients.
 
@@ -201,7 +201,10 @@ def _face_pass(vertices, faces, density, tolerance, sums, gradient):
                 if i0 == i1 or i1 == i2 or i0 == i2 or n0 * n0 + n1 * n1 + n2 * n2 <= tolerance:
                     degenerate += 1
             for c in range(3):  # d det / d x_c = x_(c+1) x x_(c+2)
-                sk.cross(x[(c + 1) % 3], x[(c + 2) % 3], d[c])
+                a, b = x[(c + 1) % 3], x[(c + 2) % 3]
+                d[c, 0] = a[1] * b[2] - a[2] * b[1]
+                d[c, 1] = a[2] * b[0] - a[0] * b[2]
+                d[c, 2] = a[0] * b[1] - a[1] * b[0]
             det = x[0, 0] * d[0, 0] + x[0, 1] * d[0, 1] + x[0, 2] * d[0, 2]
             for k in range(3):
                 s[k] = x[0, k] + x[1, k] + x[2, k]
@@ -220,7 +223,7 @@ def _face_pass(vertices, faces, density, tolerance, sums, gradient):
     return bad, degenerate
 
 
-@sk.leaf
+@leaf
 def _corner_gradient(xc, dd, det, s, P, density, g):
     """Add one face's d phi / d corner (10, 3) into ``g``.
 
@@ -271,7 +274,7 @@ def _corner_gradient(xc, dd, det, s, P, density, g):
     g[9, 2] += t * dd[2] - 0.5 * w1
 
 
-@sk.jit
+@jit
 def _edges_paired(faces, V):
     """True if every directed edge occurs once and its reverse occurs once.
 

@@ -6,15 +6,24 @@ The first call of each kernel in a process costs its compilation (up to a
 minute on a new installation) or its cache load (about a second): call
 :func:`warm_up` before timing anything, or run this module once after
 ``pip install``. Tiny models exercise every kernel: a revolute-prismatic
-chain (dynamics), the planar five-bar (closed chains) and a tetrahedron
-(mesh inertia).
+chain (dynamics, and a kinematic, twist and dynamic calibration on short
+simulated logs), the planar five-bar (closed chains) and a tetrahedron
+(mesh inertia). Kernels are compiled for one type per argument (the entry
+points hand them C-contiguous float arrays), so the signatures compiled
+here are those of every robot and log.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from workbench import inertia
+from workbench.calibration.kinds import Options
+from workbench.calibration.report import calibrate
+from workbench.calibration.simulate import simulate_log
+from workbench.calibration.validation import Folds
 from workbench.chain import PRISMATIC, REVOLUTE, Chain
 from workbench.closed_chains import load
 from workbench.closed_chains.derivatives import closed_chain_derivatives
@@ -40,6 +49,11 @@ def warm_up(closed_chains: bool = True) -> None:
     vertices = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
     faces = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
     mass_properties(vertices, faces, derivatives=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # two joints identify little: the kernels are the point
+        for kind in ("kinematic", "twist", "dynamic"):
+            log, _ = simulate_log(chain, kind=kind, samples=40, orientation=True, noise=1e-3)
+            calibrate(chain, kind, log, Folds(2), Options(physical=kind == "dynamic"))
     if closed_chains:
         model = load("planar_fivebar")
         home = model.home[None]

@@ -46,6 +46,8 @@ from workbench.calibration.least_squares import (
     DynamicFit,
     check_determined,
     completed_fit,
+    fit_factors,
+    joint_factors,
     joint_sigma,
 )
 from workbench.calibration.normal_equations import (
@@ -137,6 +139,10 @@ def fit_equations(
     y = equations.tau[rows][use]
     joint = np.nonzero(use)[1]
     n, r = model.chain.n, X.shape[1]
+    if loss == "linear":  # one QR of the rows (least_squares module docstring)
+        R = joint_factors(X, y, joint, n)
+        counts = np.bincount(joint, minlength=n)
+        return fit_factors(model, base, R, counts, x0=x0, weighted=weighted, physical=physical)
     scale = np.linalg.norm(X, axis=0)
     check_determined(X / np.where(scale > 0, scale, 1.0), y.size, scale, base)
     Xs = X / scale

@@ -85,11 +85,11 @@ from workbench.calibration.solver import (
     robust_cost,
 )
 from workbench.chain import Chain
-from workbench.dynamics.kernels import run_batched
 from workbench.dynamics.kinematics import path_to
 from workbench.errors import WorkbenchError
 from workbench.eta import eta_between, identifiable_eta_basis
 from workbench.lie import Array
+from workbench.runtime import run_batched
 
 PARAMETERS = ("frames", "offsets", "twists")  # nested: each holds the one before
 

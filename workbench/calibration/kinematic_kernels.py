@@ -2,7 +2,7 @@
 
 One kernel, :func:`marker_rows`, walks the samples of one marker (one call
 per marker and chunk of samples, threads via
-:func:`workbench.dynamics.kernels.run_batched`): forward kinematics along
+:func:`workbench.runtime.run_batched`): forward kinematics along
 the marker's path, the residual rows (3 position, then 3 weighted rotation
 entries), and, for samples whose residual is finite, the Jacobian rows of
 :mod:`workbench.calibration.kinematic`. With ``Y_a = X P_a`` (device frame
@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.dynamics.kernels import compose, jit, joint_transform, leaf
+from workbench.dynamics.kernels import compose, joint_transform
+from workbench.runtime import jit, leaf
 
 # Rows buffered before they are folded into a factor; a multiple of 3 and 6.
 BLOCK = 192

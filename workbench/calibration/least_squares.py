@@ -2,11 +2,20 @@
 
 Both fits (:func:`workbench.calibration.dynamic.fit_equations` on the
 regressor's rows, :func:`workbench.calibration.normal_equations.fit_normal_equations`
-on their triangular factors) scale the regressor's columns to unit norm,
-refuse an underdetermined or rank-deficient problem (:func:`check_determined`),
-weight joint j by ``1 / sigma_j`` with ``sigma_j^2 = |r_j|^2 / (m_j - b)``
-(:func:`joint_sigma`; ``m_j`` rows of joint j, ``b`` base parameters) and
-complete beta to standard parameters (:func:`completed_fit`) [Gautier].
+on factors accumulated from a large log) scale the regressor's columns to unit
+norm, refuse an underdetermined or rank-deficient problem
+(:func:`check_determined`), weight joint j by ``1 / sigma_j`` with
+``sigma_j^2 = |r_j|^2 / (m_j - b)`` (:func:`joint_sigma`; ``m_j`` rows of
+joint j, ``b`` base parameters) and complete beta to standard parameters
+(:func:`completed_fit`) [Gautier].
+
+Least squares (:func:`fit_factors`) takes every step on the triangular
+factor ``R_j`` of each joint's rows ``[X_j tau_j] = Q_j R_j`` ((r + 1) x
+(r + 1)): one QR of the rows, then only small matrices. The column norms of
+X are those of the stacked ``R_j``; the rank check, the unweighted fit, the
+residual norms ``|X_j theta - tau_j| = |R_j [theta; -1]|``, the weighted fit,
+its covariance and condition number all come from the stacked (weighted)
+factors. Robust losses re-weight every row and fit the rows themselves.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from workbench import inertia
 from workbench.calibration.consistency import consistent_fit, is_consistent
@@ -102,6 +112,73 @@ def joint_sigma(residual2: Array, counts: np.ndarray, r: int) -> Array:
     dof = np.where(counts > r, counts - r, np.maximum(counts, 1))
     sigma = np.sqrt(residual2 / dof)
     return np.where(sigma > 0, sigma, sigma[sigma > 0].min() if np.any(sigma > 0) else 1.0)
+
+
+def factor(A: Array) -> Array:
+    """The square triangular factor R (c, c) of A (m, c): ``A^T A = R^T R`` (zero rows padded)."""
+    c = A.shape[1]
+    R = np.linalg.qr(A, mode="r") if A.shape[0] else np.zeros((0, c))
+    if R.shape[0] < c:
+        R = np.vstack([R, np.zeros((c - R.shape[0], c))])
+    return R
+
+
+def joint_factors(X: Array, y: Array, joint: np.ndarray, n: int) -> Array:
+    """Per joint the factor (n, r + 1, r + 1) of its rows of ``[X y]``.
+
+    ``X`` (m, r) and ``y`` (m,) are the rows, ``joint`` (m,) the joint of each.
+    """
+    A = np.column_stack([X, y])
+    return np.stack([factor(A[joint == j]) for j in range(n)])
+
+
+def fit_factors(
+    model: TorqueModel,
+    base: BaseParameters,
+    R: Array,
+    counts: np.ndarray,
+    *,
+    x0: Array | None,
+    weighted: bool,
+    physical: bool,
+) -> DynamicFit:
+    """Gautier's least squares from per-joint factors R (n, r + 1, r + 1) of ``[X_j tau_j]``
+    over ``counts`` (n,) rows each, unscaled (module docstring)."""
+    n, r = R.shape[0], R.shape[2] - 1
+    scale = np.sqrt(np.sum(R[:, :, :r] ** 2, axis=(0, 1)))  # column norms of X
+    rows = int(counts.sum())
+    check_determined(factor(np.vstack(R[:, :, :r] / np.where(scale > 0, scale, 1.0))), rows,
+                     scale, base)  # fmt: skip
+    Rs = R.copy()
+    Rs[:, :, :r] /= scale  # factors of [X_j / scale, tau_j]
+    weights = np.ones(n)
+    if weighted:
+        theta, _ = _weighted_fit(Rs, weights)
+        weights = 1.0 / joint_sigma(_residual2(Rs, theta), counts, r)
+    theta, Rw = _weighted_fit(Rs, weights)
+    residual2 = _residual2(Rs, theta)
+    s2 = float(np.sum(residual2 * weights**2)) / max(rows - r, 1)
+    covariance = s2 * np.linalg.inv(Rw.T @ Rw) / np.outer(scale, scale)
+    singular = np.linalg.svd(Rw, compute_uv=False)
+    return completed_fit(
+        model, base, theta / scale, covariance, x0=x0, physical=physical,
+        sigma=np.sqrt(residual2 / np.maximum(counts, 1)),
+        condition_number=float(singular[0] / singular[-1]), iterations=1, rows=rows,
+    )  # fmt: skip
+
+
+def _weighted_fit(Rs: Array, weights: Array) -> tuple[Array, Array]:
+    """Least-squares solution of the stacked system, joint j's rows times ``weights[j]``, and
+    the triangular factor (r, r) of its weighted regressor."""
+    r = Rs.shape[2] - 1
+    W = factor(np.vstack(Rs * weights[:, None, None]))
+    return solve_triangular(W[:r, :r], W[:r, r]), W[:r, :r]
+
+
+def _residual2(Rs: Array, theta: Array) -> Array:
+    """|X_j theta - tau_j|^2 per joint (n,) from the factors."""
+    v = np.append(theta, -1.0)
+    return np.sum((Rs @ v) ** 2, axis=1)
 
 
 def completed_fit(

@@ -23,9 +23,10 @@ factor per joint; factors merge pairwise in a tree (``R`` of the two stacked
 factors, a QR of a 2(r + 1) x (r + 1) matrix). Memory is bounded by the
 blocks in flight, whatever the log's length. Working with the factors instead
 of the normal equations themselves keeps the conditioning of the regressor
-(not its square), so the parameters agree with the in-memory fit, which solves
-the same least-squares problems by ``numpy.linalg.lstsq``, to rounding
-(1e-12 relative and better on well-excited logs; ``tests/test_large_logs.py``).
+(not its square). The fit itself is the in-memory one
+(:func:`workbench.calibration.least_squares.fit_factors`, there on the factors
+of the rows in memory), so the parameters agree to rounding (1e-12 relative
+and better on well-excited logs; ``tests/test_large_logs.py``).
 
 Held-out validation needs no second pass either
 (:mod:`workbench.calibration.chunked_report`): samples are sorted into the
@@ -55,15 +56,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from workbench.calibration.chunked_logs import ChunkedLog, read_part
-from workbench.calibration.least_squares import (
-    DynamicFit,
-    check_determined,
-    completed_fit,
-    joint_sigma,
-)
+from workbench.calibration.least_squares import DynamicFit, factor, fit_factors
 from workbench.calibration.torque_model import BaseParameters, TorqueModel
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -136,20 +131,11 @@ def sample_stride(samples: int) -> int:
     return max(1, math.ceil(samples / PLOT_SAMPLES))
 
 
-def _factor(A: Array) -> Array:
-    """The square triangular factor R (c, c) of A (m, c): ``A^T A = R^T R`` (zero rows padded)."""
-    c = A.shape[1]
-    R = np.linalg.qr(A, mode="r") if A.shape[0] else np.zeros((0, c))
-    if R.shape[0] < c:
-        R = np.vstack([R, np.zeros((c - R.shape[0], c))])
-    return R
-
-
 def _merge_factors(a: Array, b: Array) -> Array:
     """Factors of stacked rows, joint by joint: (..., c, c) twice -> (..., c, c)."""
     out = np.empty_like(a)
     for index in np.ndindex(a.shape[:-2]):
-        out[index] = _factor(np.vstack([a[index], b[index]]))
+        out[index] = factor(np.vstack([a[index], b[index]]))
     return out
 
 
@@ -171,7 +157,7 @@ def _part_equations(
             rows = block_of[s] == b
             for j in range(n):
                 A = np.column_stack([X[rows, j, :], data["tau"][s][rows, j]])
-                R[b, j] = _factor(np.vstack([R[b, j], A]))
+                R[b, j] = factor(np.vstack([R[b, j], A]))
                 counts[b, j] += int(rows.sum())
     keep = np.flatnonzero((part.offset + np.arange(part.rows)) % stride == 0)
     sample = {k: v[keep] for k, v in data.items()}
@@ -277,29 +263,7 @@ def fit_normal_equations(
     """
     check_loss(loss)
     R, counts = equations.merged(blocks)
-    n, r = R.shape[0], R.shape[2] - 1
-    scale = np.sqrt(np.sum(R[:, :, :r] ** 2, axis=(0, 1)))  # column norms of X
-    rows = int(counts.sum())
-    check_determined(_factor(np.vstack(R[:, :, :r] / np.where(scale > 0, scale, 1.0))), rows,
-                     scale, base)  # fmt: skip
-    Rs = R.copy()
-    Rs[:, :, :r] /= scale  # factors of [X_j / scale, tau_j]
-    weights = np.ones(n)
-    if weighted:
-        theta = _solve(Rs, np.ones(n))
-        weights = 1.0 / joint_sigma(_residual2(Rs, theta), counts, r)
-    theta = _solve(Rs, weights)
-    W = _factor(np.vstack(Rs * weights[:, None, None]))  # the factor of the weighted system
-    Rw = W[:r, :r]
-    residual2 = _residual2(Rs, theta)
-    s2 = float(np.sum(residual2 * weights**2)) / max(rows - r, 1)
-    covariance = s2 * np.linalg.inv(Rw.T @ Rw) / np.outer(scale, scale)
-    singular = np.linalg.svd(Rw, compute_uv=False)
-    return completed_fit(
-        model, base, theta / scale, covariance, x0=x0, physical=physical,
-        sigma=np.sqrt(residual2 / np.maximum(counts, 1)),
-        condition_number=float(singular[0] / singular[-1]), iterations=1, rows=rows,
-    )  # fmt: skip
+    return fit_factors(model, base, R, counts, x0=x0, weighted=weighted, physical=physical)
 
 
 def check_loss(loss: str) -> None:
@@ -310,19 +274,6 @@ def check_loss(loss: str) -> None:
             "loss re-weights every residual at every iteration (one pass over the whole log "
             "each). Use --loss linear, or read a shorter log in memory"
         )
-
-
-def _solve(Rs: Array, weights: Array) -> Array:
-    """Least-squares solution of the stacked, joint-weighted system from its factors."""
-    r = Rs.shape[2] - 1
-    W = _factor(np.vstack(Rs * weights[:, None, None]))
-    return solve_triangular(W[:r, :r], W[:r, r])
-
-
-def _residual2(Rs: Array, theta: Array) -> Array:
-    """|X_j theta - tau_j|^2 per joint (n,) from the factors."""
-    v = np.append(theta, -1.0)
-    return np.sum((Rs @ v) ** 2, axis=1)
 
 
 def residual_sums(equations: NormalEquations, beta: Array, block: int) -> tuple[Array, Array]:

@@ -20,8 +20,6 @@ values, motor quantities (N, a) in the order of ``model.actuated``.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -75,8 +73,10 @@ def forward_dynamics(
     """Motor accelerations (N, a) and joint accelerations (N, n) under motor torques, eq. (2).
 
     ``q`` (N, n) closed configurations, ``dqa`` and ``tau`` (N, a). The
-    columns of ``M S`` come from inverse dynamics at unit motor
-    accelerations without velocity and gravity.
+    columns of ``M S`` are inverse dynamics at rest at the unit motor
+    accelerations minus the gravity torques (inverse dynamics at rest is
+    ``M ddq + g(q)``); one batched call of N (a + 2) samples gives them, the
+    gravity torques and the bias.
     """
     (q,), batched = _state(model, q=q)
     a = len(model.active)
@@ -89,11 +89,17 @@ def forward_dynamics(
     St = np.swapaxes(S, 1, 2)
     dq = (S @ dqa[..., None])[..., 0]
     sigma = acceleration_bias(closures, dq, solver)
-    bias = (St @ inverse_dynamics(model.tree, q, dq, sigma)[..., None])[..., 0]
-    no_gravity = replace(model.tree, gravity=np.zeros(3))
-    zero = np.zeros((N, model.n))
-    MS = np.stack([inverse_dynamics(no_gravity, q, zero, S[:, :, k]) for k in range(a)], axis=-1)
-    M_r = St @ MS
+    zero = np.zeros((N, 1, model.n))
+    rest = np.concatenate([zero, zero, np.swapaxes(S, 1, 2)], axis=1)  # (N, a + 2, n)
+    velocity = np.zeros_like(rest)
+    velocity[:, 0] = dq
+    rest[:, 0] = sigma
+    tau_tree = inverse_dynamics(
+        model.tree, np.repeat(q, a + 2, axis=0), velocity.reshape(-1, model.n),
+        rest.reshape(-1, model.n),
+    ).reshape(N, a + 2, model.n)  # fmt: skip
+    bias = (St @ tau_tree[:, 0, :, None])[..., 0]
+    M_r = St @ np.swapaxes(tau_tree[:, 2:] - tau_tree[:, 1:2], 1, 2)
     try:
         ddqa = np.linalg.solve(M_r, (tau - bias)[..., None])[..., 0]
     except np.linalg.LinAlgError:

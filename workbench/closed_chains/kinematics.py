@@ -61,10 +61,7 @@ class Closures:
         self.model = model
         self.q = q
         self.with_eta = with_eta
-        self.loops = [
-            LoopState(model.tree, f if with_eta else tuple(x for x in f if x.joint >= 0), A, B, q)
-            for f, A, B in model.loops
-        ]
+        self.loops = [LoopState(model.tree, loop, q) for loop in model.loop_layouts[with_eta]]
 
     def _stack(self, per_closure: list[Array]) -> Array:
         kinds = (c.kind for c in self.model.closures)

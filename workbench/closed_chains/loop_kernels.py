@@ -14,18 +14,14 @@ X, :mod:`workbench.closed_chains.closures`) to the derivatives of X:
 * :func:`third`: ``c'''[a, a, w]`` (N, D, m).
 
 One sample per loop iteration, compiled with numba and split across
-threads by :func:`workbench.dynamics.kernels.run_batched`.
+threads by :func:`workbench.runtime.run_batched`.
 """
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
-from workbench.dynamics.kernels import run_batched
-
-jit = nb.njit(cache=True, error_model="numpy", nogil=True)
-leaf = nb.njit(cache=True, error_model="numpy", inline="always")
+from workbench.runtime import jit, leaf, run_batched
 
 KINDS = {"point": 0, "rotation": 1, "weld": 2, "revolute": 3, "planar": 4}
 

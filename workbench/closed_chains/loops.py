@@ -72,23 +72,26 @@ def loop_factors(chain: Chain, link_a: int, block_a: int | None,
     return tuple(factors)
 
 
-class LoopState:
-    """X and the loop's twists at N configurations, for one closure (module docstring).
+@dataclass(frozen=True, eq=False)
+class Loop:
+    """One closure's loop product laid out for the kernels, built once per model.
 
-    The loop's *coordinates* are its joint values and, for every eta
-    factor, the six components of that eta block: coordinate c sits in
-    factor ``factor[c]``, turns at the twist ``T[:, c]`` and is global
-    coordinate ``index[c]`` (tree joint j, or ``n + 6 block + k`` for eta
-    component k of a tree with n joints).
+    ``joint`` (L,) and ``sign`` (L,) per factor (joint -1: an eta factor),
+    the placements ``M_a`` and ``M_b_inverse``; coordinate c of the loop sits
+    in factor ``factor[c]`` and is global coordinate ``index[c]`` (tree joint
+    j, or ``n + 6 block + k`` for eta component k of a tree with n joints).
     """
 
-    def __init__(self, chain: Chain, factors: tuple[Factor, ...], M_a: Array, M_b: Array,
-                 q: Array):  # fmt: skip
+    joint: Array
+    sign: Array
+    M_a: Array
+    M_b_inverse: Array
+    factor: Array
+    index: Array
 
-        n = q.shape[1]
-        joint = np.array([f.joint for f in factors], dtype=np.int64)
-        sign = np.array([f.sign for f in factors], dtype=float)
-        self.T, self.X = loop_pose(chain.twists, joint, sign, lie.inverse(M_b), M_a, q)
+    @classmethod
+    def of(cls, factors: tuple[Factor, ...], M_a: Array, M_b: Array, n: int) -> Loop:
+        """The layout of ``factors`` between the placements M_a and M_b, for a tree of n joints."""
         factor, index = [], []
         for l, f in enumerate(factors):
             if f.joint >= 0:
@@ -97,6 +100,28 @@ class LoopState:
             else:
                 factor += [l] * 6
                 index += list(n + 6 * f.block + np.arange(6))
-        self.factor = np.array(factor, dtype=np.int64)
-        self.index = np.array(index, dtype=np.int64)
-        self.L = len(factors)
+        return cls(
+            joint=np.array([f.joint for f in factors], dtype=np.int64),
+            sign=np.array([f.sign for f in factors], dtype=float),
+            M_a=np.ascontiguousarray(M_a, dtype=float),
+            M_b_inverse=np.ascontiguousarray(lie.inverse(M_b)),
+            factor=np.array(factor, dtype=np.int64),
+            index=np.array(index, dtype=np.int64),
+        )
+
+
+class LoopState:
+    """X and the loop's twists at N configurations, for one closure (module docstring).
+
+    The loop's *coordinates* are its joint values and, for every eta
+    factor, the six components of that eta block (:class:`Loop`): the
+    coordinate c turns at the twist ``T[:, c]``.
+    """
+
+    def __init__(self, chain: Chain, loop: Loop, q: Array):
+        self.T, self.X = loop_pose(
+            chain.twists, loop.joint, loop.sign, loop.M_b_inverse, loop.M_a, q
+        )
+        self.factor = loop.factor
+        self.index = loop.index
+        self.L = len(loop.joint)

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 
 from workbench.chain import Chain
 from workbench.closed_chains.closures import ROWS
-from workbench.closed_chains.loops import Factor, loop_factors
+from workbench.closed_chains.loops import Factor, Loop, loop_factors
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -138,6 +138,17 @@ class ClosedChain:
             (loop_factors(self.tree, A.link, A.block, B.link, B.block), A.placement, B.placement)
             for A, B in self.closure_frames
         )
+
+    @functools.cached_property
+    def loop_layouts(self) -> dict[bool, tuple[Loop, ...]]:
+        """Per closure its :class:`Loop`, without (False) and with (True) its eta factors."""
+        return {
+            with_eta: tuple(
+                Loop.of(f if with_eta else tuple(x for x in f if x.joint >= 0), A, B, self.n)
+                for f, A, B in self.loops
+            )
+            for with_eta in (False, True)
+        }
 
     @functools.cached_property
     def tool(self) -> FrameRef:

@@ -51,7 +51,7 @@ def _folds(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from workbench.calibration.drives import TERMS
-    from workbench.calibration.kinds import KINDS
+    from workbench.calibration.kind_names import KIND_NAMES
     from workbench.calibration.solver import LOSSES
 
     parser.add_argument("--model", required=True, metavar="MODEL", help="model name or URDF path")
@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="log table (CSV/NPZ), description (.toml), or a large log (Parquet, a directory)",
     )  # fmt: skip
     parser.add_argument(
-        "--kind", required=True, choices=tuple(KINDS),
+        "--kind", required=True, choices=KIND_NAMES,
         help="kinematic: joint twists from measured poses; twist: joint twists from torques; "
         "dynamic: inertial parameters and drive terms from torques",
     )  # fmt: skip
@@ -161,9 +161,9 @@ def run(args: argparse.Namespace) -> int:
     from workbench.calibration.logs import read_log
     from workbench.calibration.report import calibrate, write_report
     from workbench.calibration.validation import EndSplit, Folds
-    from workbench.dynamics.kernels import set_compile_message
     from workbench.errors import WorkbenchError, WorkbenchWarning
     from workbench.io import check_not_input, check_output_directory, results_directory
+    from workbench.runtime import set_compile_message
 
     check_output_directory(args.out)
     model_file = args.model if Path(args.model).is_file() else None

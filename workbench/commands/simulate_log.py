@@ -18,12 +18,12 @@ SUFFIXES = (".csv", ".npz")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from workbench.calibration.kinds import KINDS
+    from workbench.calibration.kind_names import KIND_NAMES
 
     parser.add_argument("model", metavar="MODEL", help="model name or URDF path")
     parser.add_argument("--out", required=True, metavar="FILE", help="log file (.csv or .npz)")
     parser.add_argument(
-        "--kind", default="kinematic", choices=tuple(KINDS),
+        "--kind", default="kinematic", choices=KIND_NAMES,
         help="what is measured: tool positions (kinematic) or joint torques (twist, dynamic)",
     )  # fmt: skip
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")

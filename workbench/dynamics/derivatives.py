@@ -85,6 +85,7 @@ from workbench.dynamics.inverse_dynamics import (
 from workbench.lie import Array, pinocchio_vector
 from workbench.pinocchio_conversion import shared_model
 from workbench.placements import create_data
+from workbench.runtime import jit, leaf, run_batched
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class TwistDerivatives:
         return np.concatenate([self.dtau_deta, self.dtau_dq, self.dtau_dv, self.dtau_da], axis=-1)
 
 
-@sk.leaf
+@leaf
 def _spatial_matrix(m, h, I, G):
     """G (6x6) of the inertia (m, h, I_o): [[I_o, [h]], [[h]^T, m 1]]."""
     for r in range(3):
@@ -123,7 +124,7 @@ def _spatial_matrix(m, h, I, G):
             G[3 + c, r] = G[r, 3 + c]
 
 
-@sk.leaf
+@leaf
 def _ad_matrix(V, X):
     """X = ad_V (6x6)."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -133,7 +134,7 @@ def _ad_matrix(V, X):
     X[3, 1], X[3, 2], X[4, 0], X[4, 2], X[5, 0], X[5, 1] = -v2, v1, v2, -v0, -v1, v0
 
 
-@sk.leaf
+@leaf
 def _ad_star_apply(F, A, out):
     """out = ad*_F A = (m x w_A + f x v_A, f x w_A) ([Kwon] eq. 10)."""
     sk.cross(F[:3], A[:3], out[:3])
@@ -141,7 +142,7 @@ def _ad_star_apply(F, A, out):
     sk.cross(F[3:], A[:3], out[3:])
 
 
-@sk.leaf
+@leaf
 def _matvec6(M, x, out):
     for r in range(6):
         acc = 0.0
@@ -150,7 +151,7 @@ def _matvec6(M, x, out):
         out[r] = acc
 
 
-@sk.leaf
+@leaf
 def _column(j, xi, dS, u, w, km, S, F, IC, Bh, alpha, beta, anc, col_out, t6):
     """Fill d tau / d(column) for the generator (xi, dS, u, w) of joint j.
 
@@ -177,7 +178,7 @@ def _column(j, xi, dS, u, w, km, S, F, IC, Bh, alpha, beta, anc, col_out, t6):
             col_out[i] = sk.dot6(alpha[i], w) - sk.dot6(beta[i], u)
 
 
-@sk.leaf
+@leaf
 def _generator(xi, dS, unit_dq, unit_ddq, dq_j, ddq_j, S_j, V_j, a_j, t6, u, w):
     """u and w of a column from its xi, dS and unit velocity/acceleration perturbation.
 
@@ -205,7 +206,7 @@ def _generator(xi, dS, unit_dq, unit_ddq, dq_j, ddq_j, S_j, V_j, a_j, t6, u, w):
         w[r] -= t6[2, r]
 
 
-@sk.jit
+@jit
 def _derivatives_kernel(
     km, anc, q, dq, ddq, f_tool, tau, deta, dq_out, dv_out, da_out, start, stop
 ):
@@ -342,7 +343,7 @@ def twist_derivatives(
     deta = np.empty((N, n, 6 * (n + 1)))
     dtau_dq, dtau_dv, dtau_da = (np.empty((N, n, n)) for _ in range(3))
     f = np.zeros((0, 6)) if state.f_tool is None else state.f_tool
-    sk.run_batched(
+    run_batched(
         _derivatives_kernel, N, kernel_model(chain), chain.ancestors,
         state.q, state.dq, state.ddq, f, tau, deta, dtau_dq, dtau_dv, dtau_da,
     )  # fmt: skip
@@ -377,7 +378,7 @@ def rnea_derivatives(
     N, n = state.q.shape
     out = np.empty((3, N, n, n))
     f = np.zeros((0, 6)) if state.f_tool is None else state.f_tool
-    sk.run_batched(
+    run_batched(
         _derivatives_kernel, N, kernel_model(chain), chain.ancestors,
         state.q, state.dq, state.ddq, f, np.empty((N, n)), np.empty((N, n, 0)),
         out[0], out[1], out[2],

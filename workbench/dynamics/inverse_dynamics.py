@@ -23,6 +23,7 @@ from workbench.chain import Chain, check_chain
 from workbench.dynamics import kernels as sk
 from workbench.inertia import rotational_inertia
 from workbench.lie import Array
+from workbench.runtime import jit, leaf, run_batched
 
 
 class KernelModel(NamedTuple):
@@ -81,21 +82,21 @@ def check_state(chain: Chain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike, f_too
         batched = batched or bf
     N = same_batch(*arrays)
     return State(
-        _kernel_array(broadcast_samples(q, N)),
-        _kernel_array(broadcast_samples(dq, N)),
-        _kernel_array(broadcast_samples(ddq, N)),
-        None if f_tool is None else _kernel_array(broadcast_samples(f_tool, N)),
+        kernel_array(broadcast_samples(q, N)),
+        kernel_array(broadcast_samples(dq, N)),
+        kernel_array(broadcast_samples(ddq, N)),
+        None if f_tool is None else kernel_array(broadcast_samples(f_tool, N)),
         batched,
     )
 
 
-def _kernel_array(x: Array) -> Array:
+def kernel_array(x: ArrayLike) -> Array:
     """``x`` as a writeable C-contiguous float array (a copy only when it is not): read-only
     or strided arrays are other numba types, which would compile the kernels again."""
     return np.require(x, dtype=np.float64, requirements=("C", "W"))
 
 
-@sk.leaf
+@leaf
 def add_tool_wrench(km, R, P, f_tool, f, Rt, pt, fw):
     """Subtract the tool wrench (given in the tool frame) in world coordinates from its link."""
     k = km.tool_parent
@@ -107,7 +108,7 @@ def add_tool_wrench(km, R, P, f_tool, f, Rt, pt, fw):
         f[k, r] -= fw[r]
 
 
-@sk.jit
+@jit
 def _rnea_kernel(km, q, dq, ddq, f_tool, tau, start, stop):
     """tau[s] for samples start..stop-1: forward pass, tool wrench, backward sums (eq. 4-5)."""
     n = km.parents.shape[0]
@@ -156,7 +157,7 @@ def inverse_dynamics(
     state = check_state(chain, q, dq, ddq, f_tool)
     tau = np.empty_like(state.q)
     f = np.zeros((0, 6)) if state.f_tool is None else state.f_tool
-    sk.run_batched(
+    run_batched(
         _rnea_kernel, state.q.shape[0], kernel_model(chain), state.q, state.dq, state.ddq, f, tau
     )
     return tau if state.batched else tau[0]

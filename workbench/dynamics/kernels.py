@@ -1,7 +1,8 @@
 """Compiled per-sample building blocks of the recursive algorithms.
 
 Everything here works on one sample at a time inside numba-compiled loops
-over samples (:func:`sample_chunks` splits a batch across threads). The
+over samples (:func:`workbench.runtime.run_batched` splits a batch across
+threads). The
 recursions are written in the *world frame* (the base frame): with the
 chain in the zero-reference normal form of [Kwon] (all M_i = I, joint
 twists A_i and inertias G_i given in the base frame at q = 0), link i sits
@@ -22,30 +23,19 @@ Work arrays have one extra row at index ``n`` for the base, so that a
 parent index of -1 addresses the base through numba's negative indexing.
 
 Compilation: the kernels are compiled on their first call and cached on
-disk (``cache=True``, ``__pycache__`` beside the modules), which takes up to
-a minute once per installation and then about a second per process. When
-numba has to compile, one line says so on stderr (``set_compile_message``
-turns it off); :func:`workbench.warm_up.warm_up` compiles (or loads) every
-kernel of the project on tiny models, so that timings that follow measure
-the computation only, and ``python -m workbench.warm_up`` does the same
-from the shell, e.g. right after ``pip install``.
+disk (:mod:`workbench.runtime`), which takes up to a minute once per
+installation and then about a second per process;
+:func:`workbench.warm_up.warm_up` compiles (or loads) every kernel of the
+project on tiny models, so that timings that follow measure the computation
+only, and ``python -m workbench.warm_up`` does the same from the shell, e.g.
+right after ``pip install``.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
-from concurrent.futures import ThreadPoolExecutor
-
-import numba as nb
 import numpy as np
-from numba.core import event
 
-jit = nb.njit(cache=True, error_model="numpy", nogil=True)
-# Leaf helpers are inlined at the Numba IR level: LLVM does not inline them
-# across the array-struct calling convention, and they are 3x faster inlined.
-leaf = nb.njit(cache=True, error_model="numpy", inline="always")
+from workbench.runtime import jit, leaf
 
 
 @leaf
@@ -233,75 +223,3 @@ def forward_pass(parents, twists, mass, h0, I0, q, dq, ddq, R, P, S, V, A, H, I,
         inertia_apply(mass[i], H[i], I[i], A[i], f[i])
         for r in range(6):
             f[i, r] -= tmp[1, r]
-
-
-def run_batched(kernel, n_samples: int, *args) -> None:
-    """Run ``kernel(*args, start, stop)`` over ``range(n_samples)``, split across threads.
-
-    Kernels are compiled with ``nogil=True``, so contiguous chunks of samples
-    run in parallel on a thread pool with one worker per core; small batches
-    run in the calling thread.
-    """
-    chunks = max(1, min(_POOL_SIZE, n_samples // 256))
-    if chunks == 1:
-        kernel(*args, 0, n_samples)
-        return
-    bounds = np.linspace(0, n_samples, chunks + 1).astype(np.int64)
-    jobs = [_pool().submit(kernel, *args, bounds[c], bounds[c + 1]) for c in range(chunks)]
-    for job in jobs:
-        job.result()
-
-
-def available_cores() -> int:
-    """Cores this process may run on (the default size of the kernel thread pool)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-_POOL_SIZE = available_cores()
-
-
-def set_num_threads(threads: int) -> None:
-    """Use ``threads`` worker threads for batched kernels (default: one per available core)."""
-    global _POOL_SIZE
-    _POOL_SIZE = max(1, int(threads))
-    _pool.cache_clear()
-
-
-@functools.cache
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="workbench-kernel")
-
-
-COMPILE_MESSAGE = "workbench: compiling the compiled kernels (first run only, up to a minute)..."
-
-
-class _CompileAnnouncer(event.Listener):
-    """Prints :data:`COMPILE_MESSAGE` once, when numba starts compiling a workbench function.
-
-    numba fires the ``numba:compile`` event only after its disk cache had no
-    entry, so a cached kernel never prints anything.
-    """
-
-    enabled = True
-    said = False
-
-    def on_start(self, event_: event.Event) -> None:
-        module = getattr(event_.data["dispatcher"].py_func, "__module__", "") or ""
-        if self.enabled and not self.said and module.startswith("workbench."):
-            self.said = True
-            print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
-
-    def on_end(self, event_: event.Event) -> None:
-        pass
-
-
-_ANNOUNCER = _CompileAnnouncer()
-if __name__ != "__main__":  # run as a script, this file is a second copy of the module
-    event.register("numba:compile", _ANNOUNCER)
-
-
-def set_compile_message(enabled: bool) -> None:
-    """Print (default) or keep quiet the one line that says the kernels are being compiled."""
-    _ANNOUNCER.enabled = bool(enabled)

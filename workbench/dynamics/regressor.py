@@ -23,9 +23,10 @@ from numpy.typing import ArrayLike
 
 from workbench.chain import Chain
 from workbench.dynamics import kernels as sk
-from workbench.dynamics.inverse_dynamics import check_state, kernel_model
+from workbench.dynamics.inverse_dynamics import check_state, kernel_array, kernel_model
 from workbench.inertia import motion_matrix, rotational_inertia
 from workbench.lie import Array
+from workbench.runtime import jit, run_batched
 
 BLOCK = 4096  # samples per block: temporaries stay small, whatever the log's length
 
@@ -51,8 +52,9 @@ def regressor_columns(
     """The ``columns`` (k,) of the regressor in ``frame`` (project order), (N, n, k).
 
     Only the requested columns are computed, block by block; ``q``, ``dq``,
-    ``ddq`` are checked (N, n) arrays. Column ``10 k + j`` is link k's
-    parameter j; in the joint frame it is the base-frame body
+    ``ddq`` are checked (N, n) arrays (of any layout: the kernel gets them
+    C-contiguous, so that it is compiled once). Column ``10 k + j`` is link
+    k's parameter j; in the joint frame it is the base-frame body
     ``L(M_k) e_j``.
     """
     if frame not in ("base", "joint"):
@@ -63,11 +65,12 @@ def regressor_columns(
     if frame == "joint":
         unit = np.einsum("crj,cj->cr", motion_matrix(chain.joint_frames)[link], np.eye(10)[j])
     km = kernel_model(chain)
+    q, dq, ddq = kernel_array(q), kernel_array(dq), kernel_array(ddq)
     N, n = q.shape
     out = np.empty((N, n, columns.size))
     for start in range(0, N, BLOCK):
         stop = min(start + BLOCK, N)
-        sk.run_batched(
+        run_batched(
             _regressor_kernel, stop - start, km, q[start:stop], dq[start:stop],
             ddq[start:stop], link, np.ascontiguousarray(unit[:, 0]),
             np.ascontiguousarray(unit[:, 1:4]), np.ascontiguousarray(rotational_inertia(unit)),
@@ -76,7 +79,7 @@ def regressor_columns(
     return out
 
 
-@sk.jit
+@jit
 def _regressor_kernel(km, q, dq, ddq, link, um, uh, uI, Y, start, stop):
     """Y[s] (n, c) for samples start..stop-1: column c is S_i^T f of the unit body (um, uh,
     uI)[c] on link[c], for the joints i on the path to that link (module docstring)."""

@@ -64,6 +64,7 @@ from workbench.dynamics import kernels as sk
 from workbench.dynamics.inverse_dynamics import check_state, kernel_model
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.runtime import jit, leaf, run_batched
 
 Jet = list[Array]  # [x, x', x'', ...], each with a leading sample axis
 
@@ -172,7 +173,7 @@ def _check_trajectory(chain: Chain, q, dq, ddq, derivatives: dict[str, ArrayLike
 
 
 # ------------------------------------------- compiled tau, tau_dot, tau_ddot (body form)
-@sk.leaf
+@leaf
 def _inverse_Ad_apply(R, p, x, out):
     """out = Ad_{T^-1} x = (R^T w, R^T (v - p x w)) for T = (R, p)."""
     for r in range(3):
@@ -184,7 +185,7 @@ def _inverse_Ad_apply(R, p, x, out):
         out[3 + r] = R[0, r] * u0 + R[1, r] * u1 + R[2, r] * u2
 
 
-@sk.leaf
+@leaf
 def _add_scaled_ad(A, x, scale, out):
     """out += scale ad_A x."""
     w0, w1, w2 = A[0], A[1], A[2]
@@ -197,7 +198,7 @@ def _add_scaled_ad(A, x, scale, out):
     out[5] += scale * (w0 * x[4] - w1 * x[3] + u0 * x[1] - u1 * x[0])
 
 
-@sk.leaf
+@leaf
 def _add_scaled_ad_transpose(A, F, scale, out):
     """out += scale ad_A^T F = scale (-(w x m) - u x f, -(w x f)) for A = (w, u), F = (m, f)."""
     w0, w1, w2 = A[0], A[1], A[2]
@@ -210,7 +211,7 @@ def _add_scaled_ad_transpose(A, F, scale, out):
     out[5] += scale * (F[3] * w1 - F[4] * w0)
 
 
-@sk.leaf
+@leaf
 def _operator_jet(A, x, d1, d2, transpose, L):
     """L[k] = L^k x (k = 0, 1, 2) for a jet x (3, 6): ``L u = u' + dq D u`` (module docstring).
 
@@ -233,7 +234,7 @@ def _operator_jet(A, x, d1, d2, transpose, L):
         _add_scaled_ad(A, L[1], -d1, L[2])
 
 
-@sk.jit
+@jit
 def _time_derivatives_kernel(km, q, dq, ddq, dddq, ddddq, out, start, stop):
     """out[k, s] = tau^(k) (k = 0, 1, 2) for samples start..stop-1 (module docstring)."""
     n = km.parents.shape[0]
@@ -313,7 +314,7 @@ def time_derivatives(
         chain, q, dq, ddq, {"dddq": dddq, "ddddq": ddddq}
     )
     out = np.empty((3, *q.shape))
-    sk.run_batched(
+    run_batched(
         _time_derivatives_kernel, q.shape[0], kernel_model(chain), q, dq, ddq, dddq, ddddq, out
     )
     return tuple(out) if batched else tuple(out[:, 0])

@@ -59,6 +59,23 @@ def closure_levels(model: ClosedChain, rows: np.ndarray, X: Array, jacobian: boo
     return value, D
 
 
+def load_kernels(model: ClosedChain, rows: np.ndarray, q: Array, design=None) -> None:
+    """Evaluate every model function of :func:`model_callbacks` once, at rest at ``q``.
+
+    Their compiled kernels are compiled or loaded from numba's disk cache
+    now, which the first evaluation in a solve would otherwise pay for.
+    """
+    X = np.concatenate([q, np.zeros_like(q), np.zeros_like(q)])[None]
+    q1, zero = X[:, : model.n], X[:, model.n : 2 * model.n]
+    motor_torques(model, q1, zero, zero)
+    torque_derivatives(model, q1, zero, zero, with_eta=False)
+    closure_levels(model, rows, X, True)
+    task(model, q1)
+    if design is not None:
+        design.link_phi(np.zeros(design.size))
+        torque_regressor(model, q1, zero, zero)
+
+
 def model_callbacks(
     model: ClosedChain, knots: int, rows: np.ndarray, design=None, finite_differences=False
 ) -> dict[str, BatchedCallback]:

@@ -57,7 +57,7 @@ from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
-from workbench.ocp.model_functions import model_callbacks
+from workbench.ocp.model_functions import load_kernels, model_callbacks
 from workbench.ocp.nlp import (
     INTERRUPTED,
     Constraints,
@@ -67,7 +67,6 @@ from workbench.ocp.nlp import (
     violation,
 )
 from workbench.ocp.problem import ReachProblem, ReachResult
-from workbench.warm_up import warm_up
 
 # memory per knot and squared state size (3 n), measured on the five-bar (about 650 bytes at
 # 100 to 1600 knots), rounded up
@@ -239,9 +238,7 @@ def solve(
         problem.barrier,
     )  # fmt: skip
     solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
-    warm_up()
-    if design is not None:  # compile or load the mesh kernels before timing
-        design.link_phi(np.zeros(design.size))
+    load_kernels(model, rows, q_start, design)  # compiled or loaded before timing
     started = time.perf_counter()
     seen = interrupts_received()
     with interrupt_warnings_dropped():

@@ -60,9 +60,9 @@ from typing import Any
 
 import numpy as np
 
-from workbench.dynamics.kernels import available_cores
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write, atomic_write_text, check_output_directory
+from workbench.runtime import available_cores
 from workbench.sweep.spec import Sweep, Task, neighbours
 from workbench.sweep.table import write_outputs
 from workbench.sweep.tasks import START_EVENT, TRAJECTORY_KEYS, solve_task

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from workbench.closed_chains import load
-from workbench.dynamics.kernels import set_num_threads
 from workbench.ocp.problem import ReachProblem
 from workbench.ocp.reach import solve
+from workbench.runtime import set_num_threads
 
 TRAJECTORY_KEYS = ("t", "q", "dq", "ddq", "tau")
 START_EVENT = "workbench-sweep-start"  # logged on the scheduler when a task starts (timeouts)

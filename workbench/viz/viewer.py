@@ -1,12 +1,13 @@
 """meshcat servers: a self-contained HTML export and a live viewer of a robot trajectory.
 
 meshcat keeps the scene in a server process (zmq for commands, HTTP and
-websockets for browsers). :func:`static_html` starts a private server on
-localhost, sends the scene, asks the server for its static export (one HTML
-page with meshcat's JavaScript inlined, so it opens offline) and stops the
-server. :func:`serve` sends the scene to a server that keeps running: a new
-one on localhost, or an existing one at ``zmq_url``; the caller closes it
-with :func:`close`.
+websockets for browsers). :func:`static_html` needs no server: meshcat's own
+server code (its command handler, which keeps the scene tree, and its static
+export: one HTML page with meshcat's JavaScript inlined, so it opens
+offline) runs on a scene tree in this process (:class:`SceneWindow`).
+:func:`serve` sends the scene to a server that keeps running: a new one on
+localhost, or an existing one at ``zmq_url``; the caller closes it with
+:func:`close`.
 
 A server this module starts dies with the process that started it, however
 that process ends (Ctrl-C, SIGTERM, even SIGKILL: on Linux the kernel sends
@@ -22,12 +23,16 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import meshcat
 import numpy as np
+import umsgpack
 import zmq
+from meshcat.servers.tree import SceneTree
+from meshcat.servers.zmqserver import ZMQWebSocketBridge
 from numpy.typing import NDArray
 
 from workbench.errors import WorkbenchError
@@ -42,9 +47,58 @@ _PR_SET_PDEATHSIG = 1  # prctl option: a signal for this process when its parent
 
 def static_html(robot: Robot, t: Array, q: Array, *, tool_frame: str | None = None) -> str:
     """The animated scene of the robot along (t, q) as one self-contained HTML page."""
-    with local_visualizer() as vis:
-        show_trajectory(vis, robot, t, q, tool_frame=tool_frame)
-        return vis.static_html()
+    vis = meshcat.Visualizer(window=SceneWindow())
+    show_trajectory(vis, robot, t, q, tool_frame=tool_frame)
+    return vis.static_html()
+
+
+class SceneWindow:
+    """A meshcat window whose scene stays in this process (module docstring).
+
+    Commands go to meshcat's server handler (``ZMQWebSocketBridge.handle_zmq``)
+    run on a local scene tree, with no browser connected; ``get_scene`` is
+    that handler's static export, the page a server would send.
+    """
+
+    server_proc = None
+
+    def __init__(self) -> None:
+        self._replies: list[bytes] = []
+        self._server = _LocalServer(
+            tree=SceneTree(),
+            zmq_socket=_Replies(self._replies),
+            forward_to_websockets=lambda frames: None,
+        )
+
+    def send(self, command) -> None:
+        data = command.lower()
+        self._handle([data["type"].encode(), data["path"].encode(), umsgpack.packb(data)])
+
+    def get_scene(self) -> str:
+        return self._handle([b"get_scene"]).decode("utf-8")
+
+    def _handle(self, frames: list[bytes]) -> bytes:
+        ZMQWebSocketBridge.handle_zmq(self._server, frames)
+        return self._replies.pop()
+
+
+@dataclass
+class _LocalServer:
+    """The attributes of a meshcat server that its command handler uses."""
+
+    tree: SceneTree
+    zmq_socket: _Replies
+    forward_to_websockets: Callable
+
+
+@dataclass
+class _Replies:
+    """Collects what the handler would send back over zmq."""
+
+    replies: list[bytes]
+
+    def send(self, data: bytes) -> None:
+        self.replies.append(data)
 
 
 def write_html(

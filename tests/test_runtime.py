@@ -1,0 +1,160 @@
+"""The process runtime: BLAS threads next to the kernel thread pool, compile-free runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
+
+
+@pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
+    reason="one core: BLAS is single-threaded anyway",
+)
+def test_blas_runs_on_one_thread_while_the_kernel_pool_takes_every_core():
+    """threadpoolctl (not the project) reports numpy's BLAS threads in a fresh process."""
+    out = _run(
+        """
+        import numpy
+        from threadpoolctl import threadpool_info
+
+        def blas():
+            return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+        before = blas()
+        from workbench import runtime
+        shared = blas()
+        runtime.set_num_threads(1)
+        alone = blas()
+        runtime.set_num_threads(runtime.available_cores())
+        print(before, shared, alone, blas())
+        """
+    )
+    before, shared, alone, again = map(int, out)
+    assert before > 1
+    assert (shared, alone, again) == (1, before, 1)
+
+
+def test_no_kernel_compiles_after_warm_up_on_another_robot():
+    """After ``warm_up`` (tiny models), calibrating a 6-joint robot adds no kernel signature.
+
+    A new signature is a compilation (or a disk-cache load) the warm-up did not
+    do; the logs are given with strided and read-only columns, as table
+    readers produce them.
+    """
+    out = _run(
+        """
+        import sys, warnings
+        from dataclasses import replace
+        import numpy as np
+        from numba.core.registry import CPUDispatcher
+        from workbench import models
+        from workbench.calibration.kinds import Options
+        from workbench.calibration.report import calibrate
+        from workbench.calibration.simulate import simulate_log
+        from workbench.calibration.validation import Folds
+        from workbench.dynamics.regressor import regressor_columns, torque_regressor
+        from workbench.warm_up import warm_up
+
+        def signatures():
+            return {
+                (name, str(sig))
+                for name, module in list(sys.modules.items()) if name.startswith("workbench")
+                for obj in list(vars(module).values()) if isinstance(obj, CPUDispatcher)
+                for sig in obj.signatures
+            }
+
+        def strided(x):
+            y = np.asfortranarray(x)
+            y.flags.writeable = False
+            return y
+
+        warm_up()
+        before = signatures()
+        chain = models.load("ur5")
+        warnings.simplefilter("ignore")
+        for kind in ("kinematic", "twist", "dynamic"):
+            log, _ = simulate_log(chain, kind=kind, samples=120, orientation=True, noise=1e-3)
+            log = replace(log, q=strided(log.q), dq=None if log.dq is None else strided(log.dq))
+            calibrate(chain, kind, log, Folds(2), Options(physical=kind == "dynamic"))
+        q = strided(np.ones((300, 6)))
+        torque_regressor(chain, q, q[:, ::-1], q)
+        regressor_columns(chain, q, q[:, ::-1], q, np.arange(10), "joint")
+        new = sorted(signatures() - before)
+        print(len(before), len(new))
+        for name, sig in new:
+            print(name, sig.replace(" ", ""))
+        """
+    )
+    before, new, *names = out
+    assert int(before) > 10  # the warm-up compiled the project's kernels
+    assert int(new) == 0, names
+
+
+def test_a_reach_solve_compiles_nothing_after_its_model_functions_loaded(tmp_path):
+    """``solve`` loads its model's kernels before timing: IPOPT's evaluations add no signature.
+
+    The co-design problem (design variables: torque regressor and mesh kernels
+    too) with a few knots, in a fresh process.
+    """
+    source = ROOT / "problems" / "fivebar_codesign.toml"
+    problem = tmp_path / "codesign.toml"
+    text = source.read_text().replace("knots = 100", "knots = 6").replace("../models", "models")
+    problem.write_text(text.replace('"models/', f'"{ROOT}/models/'))
+    out = _run(
+        f"""
+        import sys
+        from numba.core.registry import CPUDispatcher
+        from workbench.ocp import reach
+        from workbench.ocp.problem import ReachProblem
+
+        def signatures():
+            return {{
+                (name, str(sig))
+                for name, module in list(sys.modules.items()) if name.startswith("workbench")
+                for obj in list(vars(module).values()) if isinstance(obj, CPUDispatcher)
+                for sig in obj.signatures
+            }}
+
+        nlpsol, seen = reach.ca.nlpsol, []
+
+        def counted(*args, **kwargs):
+            solver = nlpsol(*args, **kwargs)
+
+            def call(**inputs):
+                before = signatures()
+                out = solver(**inputs)
+                seen.append(sorted(signatures() - before))
+                return out
+
+            call.stats = solver.stats
+            return call
+
+        reach.ca.nlpsol = counted
+        result = reach.solve(ReachProblem.from_toml("{problem}"), progress=False)
+        print(result.status, len(seen), len(seen[0]), *seen[0])
+        """
+    )
+    status, solves, new, *names = out
+    assert (status, solves) == ("solved", "1")
+    assert int(new) == 0, names
