@@ -15,10 +15,7 @@ import argparse
 from pathlib import Path
 
 import workbench as wb
-from workbench.calibration.kinds import Options
-from workbench.calibration.logs import read_log
-from workbench.calibration.report import calibrate
-from workbench.calibration.validation import Folds
+from workbench.calibration import Folds, Options, calibrate, read_log
 
 ROOT = Path(__file__).resolve().parents[1]
 

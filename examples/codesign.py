@@ -12,8 +12,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from workbench.ocp.problem import ReachProblem
-from workbench.ocp.reach import solve
+from workbench.ocp import ReachProblem, solve
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,10 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import workbench as wb
-from workbench.io import results_directory
-from workbench.ocp.problem import ReachProblem
-from workbench.ocp.reach import solve
-from workbench.ocp.report import write_results
+from workbench.ocp import ReachProblem, solve, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{model.name}: {result.status}, objective {result.objective:.6g}, "
           f"{result.iterations} iterations, {result.solve_time_s:.2f} s")  # fmt: skip
     if result.status == "solved":
-        with results_directory(args.out) as stage:
+        with wb.results_directory(args.out) as stage:
             write_results(stage, problem, result, model)
         print(f"results, plots and animation.html in {args.out}/")
 

@@ -14,9 +14,8 @@ import argparse
 import numpy as np
 
 import workbench as wb
-from workbench.closed_chains.kinematics import solve_passive
-from workbench.viz import viewer
-from workbench.viz.scene import Robot
+from workbench.closed_chains import solve_passive
+from workbench.viz import Robot, write_html
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     home = model.home[model.active]
     phase = 2 * np.pi * t[:, None] / t[-1] + np.arange(len(home))
     q = solve_passive(model, home + 0.2 * np.sin(phase))
-    path = viewer.write_html(args.out, Robot.from_urdf(model.urdf_path), t, q,
+    path = write_html(args.out, Robot.from_urdf(model.urdf_path), t, q,
                              tool_frame=model.tool_name)  # fmt: skip
     print(f"{model.name}: {len(t)} frames written to {path}")
 

@@ -19,61 +19,53 @@ workbench`` stays light (Pinocchio, numba, CasADi and trimesh load when needed).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-from workbench import errors
-from workbench.errors import WorkbenchError, WorkbenchWarning
+from workbench import errors as errors
+from workbench.errors import WorkbenchError as WorkbenchError
+from workbench.errors import WorkbenchWarning as WorkbenchWarning
+from workbench.exports import exports
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = {
-    "calibration",
-    "closed_chains",
-    "dynamics",
-    "eta",
-    "pinocchio_conversion",
-    "urdf",
-    "excitation",
-    "inertia",
-    "lie",
-    "mesh",
-    "models",
-    "ocp",
-    "viz",
-}
-_LAZY_ATTRIBUTES = {
+_NAMES: dict[str, str | None] = {
+    "calibration": None,
+    "closed_chains": None,
+    "dynamics": None,
+    "eta": None,
+    "excitation": None,
+    "inertia": None,
+    "lie": None,
+    "mesh": None,
+    "mjcf": None,
+    "models": None,
+    "ocp": None,
+    "pinocchio_conversion": None,
+    "sweep": None,
+    "testing": None,
+    "urdf": None,
+    "viz": None,
     "Chain": "workbench.chain",
-    "load_urdf": "workbench.urdf",
-    "write_urdf": "workbench.urdf",
-    "from_pinocchio": "workbench.pinocchio_conversion",
-    "to_pinocchio": "workbench.pinocchio_conversion",
-    "inverse_dynamics": "workbench.dynamics.inverse_dynamics",
-    "twist_derivatives": "workbench.dynamics.derivatives",
-    "rnea_derivatives": "workbench.dynamics.derivatives",
-    "forward_dynamics_derivatives": "workbench.dynamics.derivatives",
-    "identifiable_eta_basis": "workbench.eta",
-    "time_derivatives": "workbench.dynamics.time_derivatives",
-    "mass_matrix_derivatives": "workbench.dynamics.time_derivatives",
-    "flexible_joint_motor_trajectory": "workbench.dynamics.time_derivatives",
-    "mass_matrix": "workbench.dynamics.matrices",
     "coriolis_matrix": "workbench.dynamics.matrices",
+    "flexible_joint_motor_trajectory": "workbench.dynamics.time_derivatives",
+    "forward_dynamics_derivatives": "workbench.dynamics.derivatives",
+    "forward_kinematics": "workbench.dynamics.kinematics",
+    "from_pinocchio": "workbench.pinocchio_conversion",
     "gravity_torques": "workbench.dynamics.matrices",
+    "identifiable_eta_basis": "workbench.eta",
+    "inverse_dynamics": "workbench.dynamics.inverse_dynamics",
+    "load_robot": "workbench.urdf",
+    "load_urdf": "workbench.urdf",
+    "mass_matrix": "workbench.dynamics.matrices",
+    "mass_matrix_derivatives": "workbench.dynamics.time_derivatives",
+    "results_directory": "workbench.io",
+    "rnea_derivatives": "workbench.dynamics.derivatives",
     "task_space_dynamics": "workbench.dynamics.matrices",
+    "time_derivatives": "workbench.dynamics.time_derivatives",
+    "to_pinocchio": "workbench.pinocchio_conversion",
+    "torque_regressor": "workbench.dynamics.regressor",
+    "twist_derivatives": "workbench.dynamics.derivatives",
+    "write_urdf": "workbench.urdf",
 }
 
-__all__ = [
-    "WorkbenchError",
-    "WorkbenchWarning",
-    "errors",
-    *sorted(_LAZY_ATTRIBUTES),
-    *sorted(_LAZY_SUBMODULES),
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY_SUBMODULES:
-        return importlib.import_module(f"workbench.{name}")
-    if name in _LAZY_ATTRIBUTES:
-        return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
-    raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+__all__, __getattr__ = exports(
+    __name__, _NAMES, ("WorkbenchError", "WorkbenchWarning", "errors", "__version__")
+)

@@ -1,0 +1,54 @@
+"""Calibration of a robot model from its logs: kinematic, joint-twist, dynamic, payload.
+
+The Python API, on one page::
+
+    import workbench as wb
+    from workbench.calibration import Folds, calibrate, read_log, write_report
+
+    chain = wb.models.load("staubli_tx40")
+    log = read_log("models/staubli_tx40/identification.toml", chain, require=("tau",))
+    report = calibrate(chain, "dynamic", log, Folds(5))
+    report.summary["heldout"]["calibrated"]["relative_rms"]
+    write_report("results/tx40", report)
+
+Reading: :func:`read_log` (tables, log descriptions, ROS bags), :func:`read_joint_states`,
+:func:`read_poses` and :func:`topics` of bags, :func:`uniform_clock` and :func:`resample`
+for real clocks, :func:`standstill_segments` and :func:`average_postures` for mocap
+postures. Fitting: :func:`calibrate` with :class:`Options` and a validation scheme
+(:class:`Folds`, :class:`EndSplit` or a second log), :func:`identify_payload`,
+:func:`identify_drive_gains`. Checking: :func:`compare_efforts`, :func:`diagnose`.
+Simulating: :func:`simulate_log`. Writing: :func:`write_report`, :func:`write_log`.
+"""
+
+from __future__ import annotations
+
+from workbench.exports import exports
+
+_NAMES = {
+    "Log": "samples",
+    "read_log": "logs",
+    "write_log": "logs",
+    "logged_joints": "logs",
+    "read_description": "recording",
+    "read_joint_states": "bags",
+    "read_poses": "bags",
+    "topics": "bags",
+    "uniform_clock": "clock",
+    "resample": "clock",
+    "standstill_segments": "standstill",
+    "average_postures": "standstill",
+    "Options": "kinds",
+    "KINDS": "kinds",
+    "Folds": "validation",
+    "EndSplit": "validation",
+    "calibrate": "report",
+    "CalibrationReport": "report",
+    "write_report": "report",
+    "identify_payload": "payload",
+    "identify_drive_gains": "drive_gains",
+    "compare_efforts": "effort_units",
+    "diagnose": "fit_plausibility",
+    "simulate_log": "simulate",
+}
+
+__all__, __getattr__ = exports(__name__, _NAMES)

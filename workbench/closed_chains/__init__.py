@@ -21,6 +21,7 @@ from workbench.closed_chains.kinematics import check_assembly
 from workbench.closed_chains.model import TASKS, ClosedChain, Closure
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
+from workbench.exports import exports
 from workbench.resources import shipped
 from workbench.urdf import load_urdf
 
@@ -32,7 +33,23 @@ SHIPPED = {
     "delta": "delta/delta.toml",
 }
 
-__all__ = ["SHIPPED", "ClosedChain", "Closure", "is_closed_chain", "load", "read"]
+_NAMES = {  # the submodules, and their most used functions by name
+    "kinematics": None,
+    "dynamics": None,
+    "derivatives": None,
+    "task_space": None,
+    "solve_passive": "kinematics",
+    "velocities": "kinematics",
+    "accelerations": "kinematics",
+    "motor_torques": "dynamics",
+    "forward_dynamics": "dynamics",
+    "simulate": "dynamics",
+    "closed_chain_derivatives": "derivatives",
+    "write_mjcf": "mjcf",
+}
+__all__, __getattr__ = exports(
+    __name__, _NAMES, ("SHIPPED", "ClosedChain", "Closure", "is_closed_chain", "load", "read")
+)
 
 
 def is_closed_chain(name: str | os.PathLike) -> bool:

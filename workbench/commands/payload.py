@@ -129,9 +129,9 @@ def _identify(args: argparse.Namespace) -> int:
         payload_table,
         urdf_snippet,
     )
-    from workbench.runtime import set_compile_message
     from workbench.errors import WorkbenchError, WorkbenchWarning
     from workbench.io import atomic_write_text, results_directory
+    from workbench.runtime import set_compile_message
     from workbench.viz.payload_plots import plot_payload_torques
     from workbench.viz.report_page import write_report_page
 

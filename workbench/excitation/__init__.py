@@ -22,8 +22,7 @@ checks) and :mod:`~workbench.excitation.report` (output files).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from workbench.exports import exports
 
 _NAMES = {
     "FourierSpace": "trajectory",
@@ -54,12 +53,7 @@ _NAMES = {
     "simulate_torques": "experiment",
     "identification_errors": "experiment",
     "write_results": "report",
+    "design_payload_excitation": "payload",
 }
 
-__all__ = sorted(_NAMES)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module(f"workbench.excitation.{_NAMES[name]}"), name)
-    raise AttributeError(f"module 'workbench.excitation' has no attribute {name!r}")
+__all__, __getattr__ = exports(__name__, _NAMES)

@@ -9,7 +9,14 @@ neighbours, and writes one row per task (``results.parquet``,
 line is ``workbench sweep`` (:mod:`workbench.commands.sweep`).
 """
 
-from workbench.sweep.runner import SweepOutcome, connect, run_sweep
-from workbench.sweep.spec import Sweep, Task
+from workbench.exports import exports
 
-__all__ = ["Sweep", "SweepOutcome", "Task", "connect", "run_sweep"]
+_NAMES = {
+    "Sweep": "spec",
+    "Task": "spec",
+    "SweepOutcome": "runner",
+    "connect": "runner",
+    "run_sweep": "runner",
+}
+
+__all__, __getattr__ = exports(__name__, _NAMES)

@@ -24,6 +24,9 @@ from numpy.typing import ArrayLike
 from workbench.lie import Array
 
 
+__all__ = ["central_differences", "relative_error"]
+
+
 def central_differences(
     f: Callable[[Array], ArrayLike], x: ArrayLike, h: float = 1e-6, *, samples: bool = False
 ) -> Array:

@@ -5,21 +5,23 @@
 * :mod:`workbench.viz.viewer`: self-contained HTML export and the live meshcat server;
 * :mod:`workbench.viz.playback`: reading a results directory or trajectory file to show.
 
-Submodules are imported on first use (``wb.viz.plots``), so that importing
+Names are imported on first use (``wb.viz.write_html``), so that importing
 one does not load the others' dependencies.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from workbench.exports import exports
 
-_SUBMODULES = ("playback", "plots", "scene", "viewer")
+_NAMES = {
+    "playback": None,
+    "plots": None,
+    "scene": None,
+    "viewer": None,
+    "Robot": "scene",
+    "show_trajectory": "scene",
+    "write_html": "viewer",
+    "serve": "viewer",
+}
 
-__all__ = list(_SUBMODULES)
-
-
-def __getattr__(name: str) -> ModuleType:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"workbench.viz.{name}")
-    raise AttributeError(f"module 'workbench.viz' has no attribute {name!r}")
+__all__, __getattr__ = exports(__name__, _NAMES)
