@@ -94,7 +94,7 @@ def test_one_recording_as_csv_and_every_bag_storage_gives_the_same_parameters(tm
     results["bare mcap"] = identified(planar, describe(tmp_path, "bare.mcap"))
     results["--log run.bag"] = identified(planar, tmp_path / "run.bag")
     reference = results["csv"]
-    assert len(reference) >= 6
+    assert len(reference) >= 4  # the base parameters of the 2R; friction terms by selection
     for source, values in results.items():
         assert values.keys() == reference.keys(), source
         for name, (value, _) in values.items():

@@ -41,12 +41,12 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.calibration.kind_names import TERMS
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 from workbench.mjcf import Coupling
 
-TERMS = ("friction", "rotor_inertia", "offset", "coupled_motors")
 DEFAULT_TERMS = ("friction",)
 
 

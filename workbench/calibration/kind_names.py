@@ -1,9 +1,13 @@
-"""Names of the calibration kinds, for the command line.
+"""Names the command line offers as choices: calibration kinds, torque-model terms, losses.
 
-:mod:`workbench.calibration.kinds` registers one adapter per name; the
-commands take their ``--kind`` choices from here so that building the
+:mod:`workbench.calibration.kinds` registers one adapter per kind name,
+:mod:`workbench.calibration.drives` builds the terms and
+:mod:`workbench.calibration.solver` the losses; they take the names from
+here, and the commands take their choices from here, so that building the
 parser imports no solver (``workbench --help`` and the other commands start
 fast).
 """
 
 KIND_NAMES = ("kinematic", "twist", "dynamic")
+TERMS = ("friction", "rotor_inertia", "offset", "coupled_motors")  # torque-model terms
+LOSSES = ("linear", "huber", "soft_l1")  # residual losses of the least squares

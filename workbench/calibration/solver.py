@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from workbench.calibration.kind_names import LOSSES
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-
-LOSSES = ("linear", "huber", "soft_l1")
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,7 @@ def _folds(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from workbench.calibration.drives import TERMS
-    from workbench.calibration.kind_names import KIND_NAMES
-    from workbench.calibration.solver import LOSSES
+    from workbench.calibration.kind_names import KIND_NAMES, LOSSES, TERMS
 
     parser.add_argument("--model", required=True, metavar="MODEL", help="model name or URDF path")
     parser.add_argument(

@@ -23,7 +23,6 @@ from numpy.typing import ArrayLike
 
 from workbench.lie import Array
 
-
 __all__ = ["central_differences", "relative_error"]
 
 
