@@ -18,6 +18,8 @@ postures. Fitting: :func:`calibrate` with :class:`Options` and a validation sche
 (:class:`Folds`, :class:`EndSplit` or a second log), :func:`identify_payload`,
 :func:`identify_drive_gains`. Checking: :func:`compare_efforts`, :func:`diagnose`.
 Simulating: :func:`simulate_log`. Writing: :func:`write_report`, :func:`write_log`.
+A whole run as the command line makes it, every check included:
+:func:`run_calibration` of a :class:`Request`.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ _NAMES = {
     "compare_efforts": "effort_units",
     "diagnose": "fit_plausibility",
     "simulate_log": "simulate",
+    "Request": "run",
+    "Outcome": "run",
+    "run_calibration": "run",
 }
 
 __all__, __getattr__ = exports(__name__, _NAMES)

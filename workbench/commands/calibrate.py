@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 
 HELP = "calibrate twists or inertial parameters from a log; write a URDF and a report"
 
@@ -122,149 +121,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _model(args: argparse.Namespace):
-    """The model to calibrate, the chain whose joints the log has, and the URDF behind it.
-
-    A whole robot is cut to the joints the log names (``[model] joints`` or
-    its columns), the others locked (:func:`workbench.models.load`). A
-    closed chain (shipped name or closure file) is calibrated from its
-    motors' log (``--kind twist``, with ``--inertial`` for the links' phi).
-    """
-    from workbench import closed_chains, models
-    from workbench.calibration.chunked_logs import is_chunked_log
-    from workbench.calibration.logs import logged_joints
-    from workbench.errors import WorkbenchError
-
-    if closed_chains.is_closed_chain(args.model):
-        if args.kind != "twist":
-            raise WorkbenchError(
-                f"--model {args.model} is a closed chain: only its motors are logged, so it is "
-                "calibrated with --kind twist (add --inertial for the links' inertial parameters)"
-            )
-        model = closed_chains.load(args.model)
-        return model, model.motors, model.urdf_path
-    joints, locked = (None, {}) if is_chunked_log(args.log) else logged_joints(args.log)
-    chain = models.load(args.model, tool_frame=args.tool, moving=True, joints=joints, locked=locked)
-    return chain, chain, models.urdf_path(args.model)
-
-
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
     from pathlib import Path
 
-    from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
-    from workbench.calibration.chunked_report import calibrate_chunked
-    from workbench.calibration.drives import read_drive_file, sidecar_path
-    from workbench.calibration.kinds import Options, kind
-    from workbench.calibration.logs import read_log
-    from workbench.calibration.report import calibrate, write_report
-    from workbench.calibration.validation import EndSplit, Folds
-    from workbench.errors import WorkbenchError, WorkbenchWarning
+    from workbench.calibration.fit_plausibility import implausible_message
+    from workbench.calibration.report import write_report
+    from workbench.calibration.run import Request, check_request, run_calibration
+    from workbench.errors import ImplausibleFit
     from workbench.io import check_not_input, check_output_directory, results_directory
     from workbench.runtime import set_compile_message
 
+    terms = None
+    if args.terms is not None:
+        terms = tuple(t.strip() for t in args.terms.split(",") if t.strip())
+    request = Request(
+        model=args.model, log=args.log, kind=args.kind, tool=args.tool,
+        validation=args.validation, folds=args.folds, validation_log=args.validation_log,
+        terms=terms, loss=args.loss, f_scale=args.f_scale, rotation_weight=args.rotation_weight,
+        drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window,
+        inertial=args.inertial, physical=args.physical, parameters=args.parameters,
+        payload_log=args.payload_log, progress=not args.quiet,
+    )  # fmt: skip
     check_output_directory(args.out)
     model_file = args.model if Path(args.model).is_file() else None
     check_not_input(args.out, args.log, model_file, args.validation_log, directory=True)
-    _check_numbers(args)
+    check_request(request)
     set_compile_message(not args.quiet)
-    spec = kind(args.kind)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", WorkbenchWarning)
-        chain, log_chain, urdf = _model(args)
-        nominal = None
-        drive_file = sidecar_path(urdf)
-        if drive_file.is_file():
-            nominal = read_drive_file(drive_file, chain.n)[1]
-        options = dict(
-            drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window,
-            progress=not args.quiet,
-        )  # fmt: skip
-        large = is_chunked_log(args.log)
-        if large and args.kind != "dynamic":
-            raise WorkbenchError(
-                f"--log {args.log}: a Parquet file or a directory of chunks is a large log, "
-                f"which --kind dynamic reads chunk by chunk; --kind {args.kind} needs a log "
-                "that fits in memory (a CSV or NPZ table, or a log description)"
-            )
-        if large:
-            given = [
-                name for name, value in (
-                    ("--validation-log", args.validation_log),
-                    ("--drop-bad-rows", args.drop_bad_rows),
-                ) if value
-            ]  # fmt: skip
-            if given:
-                raise WorkbenchError(
-                    f"--log {args.log} is a large log (pre-processed, read chunk by chunk): "
-                    f"{', '.join(given)} do(es) not apply; validate on its own folds "
-                    "(--folds K or --validation FRACTION)"
-                )
-            log = open_chunked_log(args.log, log_chain)
-        else:
-            log = read_log(args.log, log_chain, require=spec.requires, **options)
-        if args.validation_log and is_chunked_log(args.validation_log):
-            raise WorkbenchError(
-                f"--validation-log {args.validation_log}: a second validation log is a table "
-                "(CSV, NPZ) or a log description, not a large log (Parquet, a directory)"
-            )
-        if args.validation_log:
-            validation = read_log(args.validation_log, log_chain, require=spec.requires, **options)
-        elif args.folds is not None:
-            validation = Folds(args.folds)
-        elif args.validation is not None:
-            validation = EndSplit(args.validation)
-        else:
-            validation = None
-        terms = None
-        if args.terms is not None:
-            terms = tuple(t.strip() for t in args.terms.split(",") if t.strip())
-        gains = None
-        if args.payload_log:
-            gains = _drive_gains(args, chain, log_chain, log, terms, options, large)
-            log = gains.scaled(log)
-            if args.validation_log:
-                validation = gains.scaled(validation)
-        settings = Options(
-            loss=args.loss, f_scale=args.f_scale, physical=args.physical, inertial=args.inertial,
-            terms=terms, nominal_drives=nominal, rotation_weight=args.rotation_weight,
-            parameters=args.parameters, progress=not args.quiet,
-        )  # fmt: skip
-        if large:
-            report = calibrate_chunked(chain, log, validation, settings)
-        else:
-            report = calibrate(chain, args.kind, log, validation, settings)
-        diagnoses = []
-        if not large and spec.requires == ("tau",) and log_chain is chain:
-            from workbench.calibration.fit_plausibility import diagnose
-
-            diagnoses = diagnose(log, chain, report.chain, nominal)
-        if gains is not None:
-            report = replace(
-                report, summary=report.summary | {"drive_gains": gains.summary()},
-                files=report.files | {"drive_gains.toml": gains.scale_text() + "\n"},
-            )  # fmt: skip
-    messages = [" ".join(str(w.message).split()) for w in caught if w.category is WorkbenchWarning]
-    for message in messages:
+    outcome = run_calibration(request)
+    for message in outcome.messages:
         print(f"workbench calibrate: warning: {message}", file=sys.stderr)
-    messages += [f"implausible fit: {d.message}" for d in diagnoses]  # in the report
+    notes = [f"implausible fit: {d.message}" for d in outcome.diagnoses]
     with results_directory(args.out) as stage:
-        write_report(stage, report, messages)
-    held = report.summary["heldout"]
-    after = held["calibrated"]["relative_rms"]
-    before = held["nominal"]["relative_rms"]
+        write_report(stage, outcome.report, outcome.messages + notes)
+    held = outcome.report.summary["heldout"]
     print(
-        f"{args.kind} calibration of {chain.name}: held-out relative RMS {before:.4g} (nominal) "
-        f"-> {after:.4g} (calibrated), {held['scheme']}; results in {Path(args.out)}"
+        f"{args.kind} calibration of {outcome.report.chain.name}: held-out relative RMS "
+        f"{held['nominal']['relative_rms']:.4g} (nominal) -> "
+        f"{held['calibrated']['relative_rms']:.4g} (calibrated), {held['scheme']}; "
+        f"results in {Path(args.out)}"
     )
-    if diagnoses:
-        from workbench.calibration.fit_plausibility import implausible_message
-        from workbench.errors import ImplausibleFit
-
-        raise ImplausibleFit(
-            f"{implausible_message(log, diagnoses)} (results written for inspection)"
-        )
-    if not after <= before:
+    if outcome.diagnoses:
+        message = implausible_message(outcome.log, outcome.diagnoses)
+        raise ImplausibleFit(f"{message} (results written for inspection)")
+    if not outcome.improved:
         print(
             "workbench calibrate: the calibrated model predicts the held-out samples worse than "
             "the nominal model; calibration did not help (results written for inspection)",
@@ -272,41 +171,3 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
-
-
-def _drive_gains(args, chain, log_chain, log, terms, options, large):
-    """Drive gains from the log and the --payload-log (:mod:`workbench.calibration.drive_gains`)."""
-    from workbench.calibration.drive_gains import identify_drive_gains
-    from workbench.calibration.drives import DEFAULT_TERMS, Drives
-    from workbench.calibration.logs import read_log
-    from workbench.errors import WorkbenchError
-
-    if args.kind != "dynamic" or large:
-        raise WorkbenchError(
-            f"--payload-log {args.payload_log}: drive gains are identified with --kind dynamic "
-            "from logs in memory (a table or a log description)"
-        )
-    loaded = read_log(args.payload_log, log_chain, require=("tau",), **options)
-    if loaded.payload is None:
-        raise WorkbenchError(
-            f"--payload-log {args.payload_log}: the log names no known payload; describe it in "
-            "[model.payload] (link, mass, com, inertia)"
-        )
-    terms = terms or log.defaults.terms or DEFAULT_TERMS
-    drives = Drives(chain.n, tuple(terms), log.transmission, log.min_speed)
-    return identify_drive_gains(chain, [log, loaded], drives)
-
-
-def _check_numbers(args: argparse.Namespace) -> None:
-    """Numeric options, checked before any work: positive finite numbers, a fraction."""
-    import math
-
-    from workbench.calibration.validation import EndSplit
-    from workbench.errors import WorkbenchError
-
-    for option in ("f_scale", "rotation_weight"):
-        value = getattr(args, option)
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise WorkbenchError(f"--{option.replace('_', '-')} {value} must be positive")
-    if args.validation is not None:
-        EndSplit(args.validation)  # checks the fraction

@@ -1,0 +1,242 @@
+"""One calibration run: a request (model, log, kind, options) to a report, every check included.
+
+This is what ``workbench calibrate`` does between parsing its options and
+printing its result, so that the command line only parses, calls and
+prints, and a program gets the same run from Python::
+
+    from workbench.calibration import Request, run_calibration
+
+    outcome = run_calibration(Request("staubli_tx40", "models/staubli_tx40/identification.toml",
+                                      "dynamic", folds=5, physical=True))
+    outcome.report.summary["heldout"]
+
+The run decides which combinations of log and options are legal (a large
+log only for ``dynamic``, options that apply to another kind refused naming
+the option), loads the model as the log needs it (a whole robot cut to the
+joints the log names, a closed chain from its motors' log), reads the log
+and the validation log, identifies drive gains from a ``payload_log``,
+calibrates in memory or from a large log's triangular factors, and
+diagnoses an implausible torque fit (:mod:`workbench.calibration.fit_plausibility`).
+Warnings are collected, not printed: :attr:`Outcome.messages`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from workbench import closed_chains, models
+from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
+from workbench.calibration.chunked_report import calibrate_chunked
+from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
+from workbench.calibration.drives import DEFAULT_TERMS, Drives, read_drive_file, sidecar_path
+from workbench.calibration.fit_plausibility import Diagnosis, diagnose
+from workbench.calibration.kinds import Options, kind
+from workbench.calibration.logs import logged_joints, read_log
+from workbench.calibration.report import CalibrationReport, calibrate
+from workbench.calibration.samples import Log
+from workbench.calibration.validation import EndSplit, Folds
+from workbench.errors import WorkbenchError, WorkbenchWarning
+
+# options that only one kind (or kinds) reads: naming them with another kind is an error
+_ONLY_FOR = {
+    "inertial": ("--inertial", ("twist",)),
+    "physical": ("--physical", ("dynamic",)),
+    "rotation_weight": ("--rotation-weight", ("kinematic",)),
+    "payload_log": ("--payload-log", ("dynamic",)),
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to calibrate and how (the options of ``workbench calibrate``, as values).
+
+    ``model`` a model name, URDF path or closed chain; ``log`` a table, log
+    description, ROS bag or large log; ``validation`` a held-out fraction,
+    ``folds`` a number of contiguous folds (-1: leave one out) or
+    ``validation_log`` a second log (at most one of the three).
+    """
+
+    model: str
+    log: str
+    kind: str
+    tool: str | None = None
+    validation: float | None = None
+    folds: int | None = None
+    validation_log: str | None = None
+    terms: tuple[str, ...] | None = None
+    loss: str = "linear"
+    f_scale: float | None = None
+    rotation_weight: float | None = None
+    drop_bad_rows: bool = False
+    savgol_window: int = 11
+    inertial: bool = False
+    physical: bool = False
+    parameters: str = "auto"
+    payload_log: str | None = None
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished run: the report, the warnings it gave, and what makes its fit implausible."""
+
+    report: CalibrationReport
+    messages: list[str]
+    diagnoses: list[Diagnosis]
+    log: Log
+
+    @property
+    def improved(self) -> bool:
+        """Whether the calibrated model predicts the held-out samples at least as well."""
+        held = self.report.summary["heldout"]
+        return held["calibrated"]["relative_rms"] <= held["nominal"]["relative_rms"]
+
+
+def check_request(request: Request) -> None:
+    """Refuse, before any work, options that do not apply or numbers out of range."""
+    kind(request.kind)  # an unknown kind names the known ones
+    for field, (option, kinds) in _ONLY_FOR.items():
+        if getattr(request, field) not in (None, False) and request.kind not in kinds:
+            raise WorkbenchError(
+                f"{option} applies to --kind {' or '.join(kinds)}, not --kind {request.kind}"
+            )
+    held = [v is not None for v in (request.validation, request.folds, request.validation_log)]
+    if sum(held) > 1:
+        raise WorkbenchError("give one of --validation, --folds and --validation-log")
+    for option in ("f_scale", "rotation_weight"):
+        value = getattr(request, option)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise WorkbenchError(f"--{option.replace('_', '-')} {value} must be positive")
+    if request.validation is not None:
+        EndSplit(request.validation)  # checks the fraction
+    if is_chunked_log(request.log):
+        if request.kind != "dynamic":
+            raise WorkbenchError(
+                f"--log {request.log}: a Parquet file or a directory of chunks is a large log, "
+                f"which --kind dynamic reads chunk by chunk; --kind {request.kind} needs a log "
+                "that fits in memory (a CSV or NPZ table, a log description or a bag)"
+            )
+        given = [
+            option
+            for option, value in (
+                ("--validation-log", request.validation_log),
+                ("--drop-bad-rows", request.drop_bad_rows),
+                ("--payload-log", request.payload_log),
+            )
+            if value
+        ]
+        if given:
+            raise WorkbenchError(
+                f"--log {request.log} is a large log (pre-processed, read chunk by chunk): "
+                f"{', '.join(given)} do(es) not apply; validate on its own folds "
+                "(--folds K or --validation FRACTION)"
+            )
+    if request.validation_log is not None:
+        if is_chunked_log(request.validation_log):
+            raise WorkbenchError(
+                f"--validation-log {request.validation_log}: a second validation log is a table "
+                "(CSV, NPZ), a log description or a bag, not a large log (Parquet, a directory)"
+            )
+        if Path(request.validation_log).resolve() == Path(request.log).resolve():
+            raise WorkbenchError(
+                f"--validation-log {request.validation_log} is the log calibrated on: its score "
+                "would be a training score, not a held-out one (use --folds instead)"
+            )
+
+
+def run_calibration(request: Request) -> Outcome:
+    """Run ``request`` (module docstring); warnings are returned in the outcome."""
+    check_request(request)
+    spec = kind(request.kind)
+    large = is_chunked_log(request.log)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WorkbenchWarning)
+        chain, log_chain, urdf = _model(request, large)
+        nominal = None
+        if sidecar_path(urdf).is_file():
+            nominal = read_drive_file(sidecar_path(urdf), chain.n)[1]
+        reading = dict(
+            require=spec.requires, drop_bad_rows=request.drop_bad_rows,
+            savgol_window=request.savgol_window, progress=request.progress,
+        )  # fmt: skip
+        if large:
+            log = open_chunked_log(request.log, log_chain)
+        else:
+            log = read_log(request.log, log_chain, **reading)
+        validation = _validation(request, log_chain, reading)
+        gains = None
+        if request.payload_log:
+            gains = _drive_gains(request, chain, log_chain, log, reading)
+            log = gains.scaled(log)
+            if isinstance(validation, Log):
+                validation = gains.scaled(validation)
+        options = Options(
+            loss=request.loss, f_scale=request.f_scale, physical=request.physical,
+            inertial=request.inertial, terms=request.terms, nominal_drives=nominal,
+            rotation_weight=request.rotation_weight, parameters=request.parameters,
+            progress=request.progress,
+        )  # fmt: skip
+        if large:
+            report = calibrate_chunked(chain, log, validation, options)
+        else:
+            report = calibrate(chain, request.kind, log, validation, options)
+        diagnoses = []
+        if not large and spec.requires == ("tau",) and log_chain is chain:
+            diagnoses = diagnose(log, chain, report.chain, nominal)
+        if gains is not None:
+            report = replace(
+                report, summary=report.summary | {"drive_gains": gains.summary()},
+                files=report.files | {"drive_gains.toml": gains.scale_text() + "\n"},
+            )  # fmt: skip
+    messages = [" ".join(str(w.message).split()) for w in caught if w.category is WorkbenchWarning]
+    return Outcome(report, messages, diagnoses, log)
+
+
+def _model(request: Request, large: bool):
+    """The model to calibrate, the chain whose joints the log has, and the URDF behind it.
+
+    A whole robot is cut to the joints the log names (``[model] joints`` or
+    its columns), the others locked (:func:`workbench.models.load`). A
+    closed chain (shipped name or closure file) is calibrated from its
+    motors' log (``--kind twist``, with ``--inertial`` for the links' phi).
+    """
+    if closed_chains.is_closed_chain(request.model):
+        if request.kind != "twist":
+            raise WorkbenchError(
+                f"--model {request.model} is a closed chain: only its motors are logged, so it "
+                "is calibrated with --kind twist (add --inertial for the links' inertial "
+                "parameters)"
+            )
+        model = closed_chains.load(request.model)
+        return model, model.motors, model.urdf_path
+    joints, locked = (None, {}) if large else logged_joints(request.log)
+    chain = models.load(
+        request.model, tool_frame=request.tool, moving=True, joints=joints, locked=locked
+    )
+    return chain, chain, models.urdf_path(request.model)
+
+
+def _validation(request: Request, log_chain, reading: dict) -> EndSplit | Folds | Log | None:
+    if request.validation_log:
+        return read_log(request.validation_log, log_chain, **reading)
+    if request.folds is not None:
+        return Folds(request.folds)
+    if request.validation is not None:
+        return EndSplit(request.validation)
+    return None
+
+
+def _drive_gains(request: Request, chain, log_chain, log: Log, reading: dict) -> DriveGainFit:
+    """Drive gains from the log and the payload log (:mod:`workbench.calibration.drive_gains`)."""
+    loaded = read_log(request.payload_log, log_chain, **reading)
+    if loaded.payload is None:
+        raise WorkbenchError(
+            f"--payload-log {request.payload_log}: the log names no known payload; describe it "
+            "in [model.payload] (link, mass, com, inertia)"
+        )
+    terms = request.terms or log.defaults.terms or DEFAULT_TERMS
+    drives = Drives(chain.n, tuple(terms), log.transmission, log.min_speed)
+    return identify_drive_gains(chain, [log, loaded], drives)
