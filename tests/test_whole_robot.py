@@ -308,3 +308,28 @@ def test_whole_robots_write_back_exactly(tmp_path, name):
         assert np.abs(getattr(back, attr) - getattr(moved, attr)).max() < 1e-12, attr
     whole = pin.buildModelFromUrdf(str(tmp_path / f"{name}.urdf"))
     assert list(whole.names) == list(pin.buildModelFromUrdf(str(urdf_path(name))).names)
+
+
+def test_locked_values_outside_the_limits_are_refused():
+    with pytest.raises(wb.WorkbenchError, match=r"head_2_joint = 5 is outside the joint's limits"):
+        wb.models.load("tiago", joints=ARMS["tiago"], locked={"head_2_joint": 5.0})
+
+
+def test_a_bag_given_directly_calibrates_the_joints_it_moves(tmp_path):
+    """/joint_states of a whole robot: the arm moves, head and wheels stand still (the head at
+    -0.3): the arm is calibrated, the others are locked where the bag holds them."""
+    from workbench.calibration.logs import logged_joints
+    from workbench.testing.bag_writer import write_joint_states
+
+    arm = ARMS["tiago"]
+    chain = wb.models.load("tiago", joints=arm)
+    log, _ = simulate_log(chain, kind="dynamic", samples=200, perturb=0.0, seed=3)
+    still = ["head_1_joint", "head_2_joint", "wheel_left_joint"]
+    q = np.column_stack([log.q, np.tile([0.1, -0.3, 0.0], (len(log), 1))])
+    bag = write_joint_states(tmp_path / "run.bag", "ros1", 100.0 + log.t, [*arm, *still],
+                             position=q)  # fmt: skip
+    joints, locked, held = logged_joints(bag)
+    assert joints == arm and locked == {}
+    assert held == pytest.approx({"head_1_joint": 0.1, "head_2_joint": -0.3, "wheel_left_joint": 0})
+    reduced = wb.models.load("tiago", joints=joints, held=held | {"not_in_tiago": 1.0})
+    assert dict(reduced.reduction.locked)["head_2_joint"] == pytest.approx(-0.3)

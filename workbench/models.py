@@ -141,11 +141,13 @@ def load(
     moving: bool = False,
     joints: Sequence[str] | None = None,
     locked: Mapping[str, float] | None = None,
+    held: Mapping[str, float] | None = None,
 ) -> Chain:
     """A named model (see the module docstring), or a path to a URDF file, as a Chain.
 
     ``joints`` keeps only the named joints of a whole robot and ``locked``
-    gives the others their values (module docstring); ``moving=True``
+    gives the others their values, ``held`` the values a log held joints
+    still at (used for the joints the model has; module docstring); ``moving=True``
     refuses a model without joints (nothing to simulate or calibrate).
     """
     if not isinstance(name, str | os.PathLike):
@@ -159,7 +161,7 @@ def load(
     elif not whole:
         chain = load_robot(urdf_path(name), None, None, tool_frame)
     if whole and (chain is None or locked or set(joints) != set(chain.joint_names)):
-        chain = load_robot(urdf_path(name), joints, locked, tool_frame)
+        chain = load_robot(urdf_path(name), joints, locked, tool_frame, held=held)
     if moving and chain.n == 0:
         raise WorkbenchError(
             f"model {name} has no revolute or prismatic joints: nothing moves "

@@ -258,13 +258,15 @@ def reduced_model(
     locked: Mapping[str, float] | None = None,
     mimic: Mapping[str, tuple[str, float, float]] | None = None,
     source: str = "model",
+    held: Mapping[str, float] | None = None,
 ):
     """A whole robot cut to the joints to calibrate: (reduced model, locked values).
 
     ``joints`` names the joints that stay (None: every joint, which must
     then all be revolute, continuous or prismatic); every other movable
     joint is locked, as :func:`pinocchio.buildReducedModel` does, at the
-    value ``locked`` gives it (rad or m), else at ``multiplier * value +
+    value ``locked`` gives it (rad or m), else where a log ``held`` it still
+    (joints the model does not have are ignored there), else at ``multiplier * value +
     offset`` of the joint it mimics when that one is locked (``mimic``:
     joint -> (mimicked joint, multiplier, offset), from the URDF), else at
     zero (the neutral configuration of floating and planar joints). Link
@@ -301,6 +303,8 @@ def reduced_model(
         raise WorkbenchError(
             f"{source}: joints {', '.join(both)} are both calibrated and locked ([model.locked])"
         )
+    chosen = set(joints or ())
+    held = {j: v for j, v in (held or {}).items() if j in movable and j not in chosen}
     stray = [j for j in locked if j not in movable]
     if stray:
         raise WorkbenchError(
@@ -314,6 +318,8 @@ def reduced_model(
             continue
         if name in locked:
             values[name] = float(locked[name])
+        elif name in held:
+            values[name] = float(held[name])
         elif name in mimic and mimic[name][0] in locked:
             other, multiplier, offset = mimic[name]
             values[name] = multiplier * float(locked[other]) + offset
@@ -324,6 +330,12 @@ def reduced_model(
         jid = model.getJointId(name)
         joint, iq = model.joints[jid], model.idx_qs[jid]
         if joint.nq == 1:
+            lower, upper = model.lowerPositionLimit[iq], model.upperPositionLimit[iq]
+            if name in locked and not lower - 1e-9 <= value <= upper + 1e-9:
+                raise WorkbenchError(
+                    f"[model.locked] {name} = {value:g} is outside the joint's limits "
+                    f"[{lower:g}, {upper:g}] in {source}"
+                )
             q[iq] = value
         elif joint.shortname() in _JOINTS:  # continuous: (cos, sin)
             q[iq : iq + 2] = np.cos(value), np.sin(value)

@@ -140,13 +140,14 @@ def load_robot(
     tool_frame: str | None = None,
     *,
     physical: bool = True,
+    held: Mapping[str, float] | None = None,
 ) -> Chain:
     """A whole robot's URDF as the chain of the joints to calibrate, the rest locked.
 
     ``joints`` names the joints that stay (None: all, when all are revolute,
     continuous or prismatic); every other movable joint (wheels, a floating
-    or planar root, head, grippers) is locked at its ``locked`` value, at the
-    mimic relation's value, or at zero
+    or planar root, head, grippers) is locked at its ``locked`` value, where
+    a log ``held`` it still, at the mimic relation's value, or at zero
     (:func:`workbench.pinocchio_conversion.reduced_model`). The chain
     remembers the URDF and the locked values (``chain.reduction``), so that
     :func:`write_urdf` writes the whole robot back. The default tool is the
@@ -155,7 +156,7 @@ def load_robot(
     """
     path = Path(path)
     model = load_urdf_model(path)
-    reduced, values = reduced_model(model, joints, locked, _mimic(path), source=str(path))
+    reduced, values = reduced_model(model, joints, locked, _mimic(path), str(path), held)
     if not values:
         return from_pinocchio(model, tool_frame=tool_frame, physical=physical)
     tool = tool_frame or _default_tool(reduced, values)
@@ -169,7 +170,12 @@ def reload_urdf(chain: Chain, path: str | os.PathLike) -> Chain:
     if chain.reduction is None:
         return from_pinocchio(load_urdf_model(path), tool_frame=chain.tool_name, physical=False)
     return load_robot(
-        path, chain.joint_names, dict(chain.reduction.locked), chain.tool_name, physical=False
+        path,
+        chain.joint_names,
+        None,
+        chain.tool_name,
+        physical=False,
+        held=dict(chain.reduction.locked),
     )
 
 
@@ -189,7 +195,9 @@ def whole_robot_string(chain: Chain, dynamics: dict[str, tuple[float, float]] | 
     reduction = chain.reduction
     path = Path(reduction.urdf)
     locked = dict(reduction.locked)
-    nominal = load_robot(path, chain.joint_names, locked, chain.tool_name, physical=False)
+    nominal = load_robot(
+        path, chain.joint_names, None, chain.tool_name, physical=False, held=locked
+    )
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as exc:

@@ -119,8 +119,9 @@ class GainEquations:
 def gain_equations(model: TorqueModel, base: BaseParameters, log: Log) -> GainEquations:
     """The rows of ``e_j k_j - W_j beta = tau_payload_j`` of one log (module docstring)."""
     equations = torque_equations(model, base, log)  # tau: efforts minus the payload's torques
-    keep = slice(log.border, log.border + len(equations))
-    efforts = signals.decimate(log.tau, log.decimation)[keep]
+    efforts, _ = signals.decimate_segments(
+        lambda start, stop: log.tau[start:stop], log.spans(), log.decimation, log.border
+    )  # the same samples as the equations', segment by segment
     return GainEquations(efforts, equations.X, efforts - equations.tau, equations.fit)
 
 

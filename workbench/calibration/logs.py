@@ -95,24 +95,31 @@ def read_log(
     return log
 
 
-def logged_joints(path: str | os.PathLike) -> tuple[list[str] | None, dict[str, float]]:
-    """The joints a log calibrates and the values of joints it locks (before the model loads).
+def logged_joints(
+    path: str | os.PathLike,
+) -> tuple[list[str] | None, dict[str, float], dict[str, float]]:
+    """The joints a log calibrates, the values of joints it locks, and the values at which a
+    bag holds joints still (before the model loads).
 
     A log description names them in ``[model] joints`` and ``[model.locked]``,
     or by its ``columns`` tables (joint = column); a table by its ``q_<joint>``
-    columns. None: the log does not say (one column per model joint, in the
-    model's order). A whole robot is cut to these joints
+    columns; a bag by the joints its ``/joint_states`` move (the joints it
+    holds still are locked at their logged positions, as far as the model
+    has them). None: the log does not say (one column per model joint, in
+    the model's order). A whole robot is cut to these joints
     (:func:`workbench.models.load`).
     """
     path = Path(path)
     if path.suffix.lower() == ".toml":
         return recording.described_joints(path)
-    if bags.is_bag(path):
-        return list(bags.read_joint_states(path, recording.JOINT_STATES).names), {}
+    if bags.is_bag(path):  # the joints that move; those held still are locked where they stand
+        states = bags.read_joint_states(path, recording.JOINT_STATES)
+        still = recording.still_joints(states)
+        return [name for name in states.names if name not in still], {}, still
     if not path.is_file():
-        return None, {}
+        return None, {}, {}
     header = read_header(path)
-    return [name[2:] for name in header if name.startswith("q_")] or None, {}
+    return [name[2:] for name in header if name.startswith("q_")] or None, {}, {}
 
 
 def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order) -> Log:

@@ -86,7 +86,8 @@ Sections and keys (every key is checked; unknown keys are errors):
 ``[model]``
     ``joints``: the joints this log calibrates, for a whole robot (wheels,
     head, grippers, a mobile base): every other movable joint of the URDF is
-    locked, at its value in ``[model.locked]`` (joint = rad or m) or zero,
+    locked, at its value in ``[model.locked]`` (joint = rad or m), else where
+    a bag's joint states hold it still, else at zero,
     and the calibrated model is written back as the whole robot
     (:func:`workbench.urdf.load_robot`). Without ``joints``, the joints of a
     ``columns`` table (joint = "column") are the calibrated ones; a
@@ -302,7 +303,7 @@ def _match_poses(
     """
     match = section.string("match", "standstill", choices=("standstill", "interpolate"))
     order = np.argsort(t, kind="stable")
-    t, q = t[order], q[order]
+    t, q = t[order], _filled(q[order], t[order], chain, section.source)
     if match == "interpolate":
         if len(posed) > 1:
             raise WorkbenchError(
@@ -357,6 +358,20 @@ def _match_poses(
         }
     }  # fmt: skip
     return first.q[seen], markers, 0.5 * (first.start + first.end)[seen], found
+
+
+def _filled(q: Array, t: Array, chain: Chain, source: str) -> Array:
+    """Joint positions with the samples a message left out interpolated from the others."""
+    missing = ~np.isfinite(q)
+    if not missing.any():
+        return q
+    q = q.copy()
+    for j in np.flatnonzero(missing.any(axis=0)):  # a loop over joints, each one np.interp
+        ok = ~missing[:, j]
+        if not ok.any():
+            raise WorkbenchError(f"{source}: no positions of joint {chain.joint_names[j]}")
+        q[~ok, j] = np.interp(t[~ok], t[ok], q[ok, j])
+    return q
 
 
 def _is_bag_table(table: Table) -> bool:
@@ -432,20 +447,43 @@ class _Reader:
         return self.cache[path]
 
 
-def described_joints(path: str | Path) -> tuple[list[str] | None, dict[str, float]]:
-    """The joints a description calibrates and the locked values it gives (module docstring)."""
+def described_joints(
+    path: str | Path,
+) -> tuple[list[str] | None, dict[str, float], dict[str, float]]:
+    """The joints a description calibrates, the locked values it gives, and where its bag
+    holds joints still (module docstring)."""
     path = Path(path)
     top = Section(read_toml(path, "log description"), str(path))
     model = top.section("model")
     table = model.section("locked")
     locked = {name: table.number(name) for name in table.table}
+    held = {}
+    positions = top.section("positions")
+    bag = (path.parent / str(positions.table.get("file", ""))).resolve()
+    if "file" in positions.table and bags.is_bag(bag):
+        held = still_joints(bags.read_joint_states(bag, positions.table.get("topic", JOINT_STATES)))
     if "joints" in model:
-        return model.strings("joints"), locked
+        return model.strings("joints"), locked, held
     for key in ("positions", "torques", "velocities"):
         raw = top.section(key).table.get("columns")
         if isinstance(raw, dict):
-            return list(raw), locked
-    return None, locked
+            return list(raw), locked, held
+    return None, locked, held
+
+
+def still_joints(states: bags.JointStates, tolerance: float = 1e-3) -> dict[str, float]:
+    """Joints whose logged position stays within ``tolerance`` (rad or m) of its median, with
+    that median: what a whole robot's other joints are locked at when a bag logs them."""
+    position = states.position
+    logged = np.isfinite(position).any(axis=0)
+    median = np.full(position.shape[1], np.nan)
+    median[logged] = np.nanmedian(position[:, logged], axis=0)
+    spread = np.nanmax(np.abs(position - median), axis=0, initial=0.0, where=np.isfinite(position))
+    return {
+        name: float(m)
+        for name, m, s, ok in zip(states.names, median, spread, logged, strict=True)
+        if ok and s <= tolerance
+    }
 
 
 def _model_joints(model: Section, chain: Chain) -> tuple[str, ...]:

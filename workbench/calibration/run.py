@@ -212,10 +212,11 @@ def _model(request: Request, large: bool):
             )
         model = closed_chains.load(request.model)
         return model, model.motors, model.urdf_path
-    joints, locked = (None, {}) if large else logged_joints(request.log)
+    joints, locked, held = (None, {}, {}) if large else logged_joints(request.log)
     chain = models.load(
-        request.model, tool_frame=request.tool, moving=True, joints=joints, locked=locked
-    )
+        request.model, tool_frame=request.tool, moving=True, joints=joints, locked=locked,
+        held=held,
+    )  # fmt: skip
     return chain, chain, models.urdf_path(request.model)
 
 
