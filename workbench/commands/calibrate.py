@@ -24,8 +24,16 @@ page), DIR/summary.json (heldout_relative_rms and the rest), DIR/parameters.csv
 DIR/residuals.png and, for torques, DIR/heldout_torques.png; DIR is replaced as
 a whole. Progress bars on stderr follow the reading, the fit and the
 validation fits (--quiet: none). Exit code 1 when the calibrated model predicts
-the held-out samples worse than the nominal one (the results are still
-written); 2 on bad input, with nothing written.
+the held-out samples worse than the nominal one (with --parameters forcing a
+model), or when the fit is implausible for the log as described (a likely
+unit, sign, scale or column mistake, named); the results are still written.
+2 on bad input, with nothing written.
+
+MODEL may be a whole robot (wheels, head, grippers): the joints the log names
+(its columns, [model] joints, or the joints a bag's /joint_states move) are
+calibrated, the others locked; calibrated.urdf is the whole robot again. LOG
+may be a ROS 1 bag, a ROS 2 bag folder or a .mcap/.db3 file (see `workbench
+info BAG`); non-uniform clocks are resampled, gaps split the recording.
 """
 
 from __future__ import annotations
