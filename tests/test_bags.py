@@ -250,8 +250,10 @@ def test_info_lists_the_topics(tmp_path, recording, capsys):
     ])  # fmt: skip
     assert cli.main(["info", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split() for line in lines[2:]}
+    rows = {line.split()[0]: line.split() for line in lines[2:4]}
     assert set(rows) == {"/joint_states", "/mocap"}
+    assert lines[4] == f"/joint_states joints: {', '.join(NAMES)}"
+    assert lines[5].startswith("/joint_states joints that move: ")
     expected = {
         "/joint_states": (JOINT, recording["receive_t"]),
         "/mocap": ("geometry_msgs/msg/PoseStamped", t),

@@ -80,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bag(path: str, topics: list) -> int:
-    """One line per topic of a bag (``bags.topics``): name, type, count, rate."""
+    """One line per topic of a bag (``bags.topics``): name, type, count, rate; the joints of
+    its JointState topics and those that move."""
+    from workbench.calibration import bags
+    from workbench.calibration.recording import still_joints
+
     count = sum(topic.count for topic in topics)
     recorded = [topic for topic in topics if topic.count]
     if recorded:
@@ -94,6 +98,12 @@ def _bag(path: str, topics: list) -> int:
     for topic in topics:
         rate = f"{topic.rate_hz:>10.3f}"
         print(f"{topic.name:<{name}}  {topic.msgtype:<{kind}}  {topic.count:>8}  {rate}")
+    for topic in topics:  # the names a log description's [model] joints and columns take
+        if topic.msgtype == bags.JOINT_STATE and topic.count:
+            states = bags.read_joint_states(path, topic.name)
+            moving = [n for n in states.names if n not in still_joints(states)]
+            print(f"{topic.name} joints: {', '.join(states.names)}")
+            print(f"{topic.name} joints that move: {', '.join(moving) or 'none'}")
     return 0
 
 
