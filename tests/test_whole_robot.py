@@ -333,3 +333,18 @@ def test_a_bag_given_directly_calibrates_the_joints_it_moves(tmp_path):
     assert held == pytest.approx({"head_1_joint": 0.1, "head_2_joint": -0.3, "wheel_left_joint": 0})
     reduced = wb.models.load("tiago", joints=joints, held=held | {"not_in_tiago": 1.0})
     assert dict(reduced.reduction.locked)["head_2_joint"] == pytest.approx(-0.3)
+
+
+def test_an_identified_body_lighter_than_its_locked_hand_is_folded_into_its_link(tmp_path):
+    """The last arm link identified at 30 % of its nominal body (arm link, hand and locked
+    fingers): its own URDF link cannot carry the change, so the hand's links are folded into
+    it, named in a warning; the written robot is the identified model."""
+    chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM), locked=LOCKED)
+    G = chain.inertias.copy()
+    G[7] *= 0.3  # a physical body, lighter than the links locked to the arm's last link
+    light = replace(chain, inertias=G)
+    with pytest.warns(wb.WorkbenchWarning, match="gripper_left_base_link.* into 'arm_left_7_link'"):
+        out = write_urdf(light, tmp_path / "light.urdf")
+    back = reload_urdf(light, out)
+    assert np.abs(back.phi - light.phi).max() < 1e-12
+    assert np.abs(back.twists - light.twists).max() < 1e-12

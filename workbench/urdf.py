@@ -10,6 +10,7 @@ URDF's inertials from its meshes (:mod:`workbench.mesh`).
 from __future__ import annotations
 
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -20,7 +21,7 @@ import pinocchio as pin
 
 from workbench import inertia, lie
 from workbench.chain import REVOLUTE, Chain, Reduction, inertia_problem
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.io import atomic_write_text, check_not_input
 from workbench.mesh import mesh_file_properties
 from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model, reduced_model
@@ -189,8 +190,11 @@ def whole_robot_string(chain: Chain, dynamics: dict[str, tuple[float, float]] | 
     joints keep their text. Inertias stay where the chain has them: a
     moved link keeps its spatial inertia in the base frame, and a link of
     the chain whose spatial inertia changed takes the change on the URDF
-    link of its joint (the links locked to it keep theirs). ``dynamics`` adds ``<dynamics>`` to the
-    chain's joints. Every other element of the file is kept as it is.
+    link of its joint, the links fixed or locked to it keeping theirs;
+    when that link cannot carry the change (no rigid body has the result),
+    the links fixed to it, then also those locked to it, are folded into it
+    (a warning names them). ``dynamics`` adds ``<dynamics>`` to the chain's
+    joints. Every other element of the file is kept as it is.
     """
     reduction = chain.reduction
     path = Path(reduction.urdf)
@@ -238,21 +242,61 @@ def whole_robot_string(chain: Chain, dynamics: dict[str, tuple[float, float]] | 
         scale = max(1.0, np.abs(nominal.phi[i]).max())
         if not np.allclose(change, 0.0, rtol=0, atol=1e-14 * scale):
             changes[root.find(f"joint[@name='{name}']/child").get("link")] = change
-    impossible = []
+    base = {name: inertia.moved_phi(_inertial(link), before[name]) for name, link in links.items()}
+    folded, zeroed = [], set()
+    for child, change in changes.items():  # the identified body on the robot's own links
+        fixed, carried = _attached(root, child, set(index))
+        for take in (set(), fixed, fixed | carried):  # fold more links in only when needed
+            target = base[child] + change + sum((base[name] for name in take), np.zeros(10))
+            if inertia_problem(inertia.moved_phi(target, lie.inverse(now[child]))) is None:
+                break
+        else:
+            problem = inertia_problem(inertia.moved_phi(target, lie.inverse(now[child])))
+            raise WorkbenchError(
+                f"{path}: the calibrated inertia of the body on link '{child}' is impossible: "
+                f"{problem}"
+            )
+        base[child] = target
+        for name in take:
+            base[name] = np.zeros(10)
+        zeroed |= take
+        if take:
+            folded.append(f"{', '.join(sorted(take))} into '{child}'")
     for name, link in links.items():  # a moved link keeps its inertia in the base frame
-        if name in moved or name in changes:
-            base = inertia.moved_phi(_inertial(link), before[name]) + changes.get(name, 0.0)
-            local = inertia.moved_phi(base, lie.inverse(now[name]))
-            if name in changes and (problem := inertia_problem(local)) is not None:
-                impossible.append(f"'{name}': {problem}")
-            _set_inertial(link, local)
-    if impossible:
-        raise WorkbenchError(
-            f"{path}: the calibrated inertias, put on the robot's own links, are impossible for "
-            f"{'; '.join(impossible)} (the links locked to them carry part of the identified body)"
+        if name in moved or name in changes or name in zeroed:
+            _set_inertial(link, inertia.moved_phi(base[name], lie.inverse(now[name])))
+    if folded:
+        warnings.warn(
+            f"{path}: an identified body cannot be split as the robot's own links are; the "
+            f"inertias of the links fixed or locked to it are folded into the calibrated link: "
+            f"{'; '.join(folded)} (the body is exactly the identified one; the folded links "
+            "become massless)",
+            WorkbenchWarning,
+            stacklevel=3,
         )
     ET.indent(root)
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _attached(root: ET.Element, link: str, stop: set[str]) -> tuple[set[str], set[str]]:
+    """The links rigidly fixed to ``link`` by fixed joints, and those carried by it through a
+    locked movable joint (joints in ``stop``, the calibrated ones, are not crossed)."""
+    children: dict[str, list[tuple[str, str, str]]] = {}
+    for joint in root.findall("joint"):
+        parent = joint.find("parent").get("link")
+        children.setdefault(parent, []).append(
+            (joint.get("name"), joint.get("type"), joint.find("child").get("link"))
+        )
+    fixed, carried, pending = set(), set(), [(link, False)]
+    while pending:
+        parent, moving = pending.pop()
+        for name, kind, child in children.get(parent, ()):
+            if name in stop:
+                continue
+            through = moving or kind != "fixed"
+            (carried if through else fixed).add(child)
+            pending.append((child, through))
+    return fixed, carried
 
 
 def _pose(chain: Chain, name: str) -> np.ndarray:
