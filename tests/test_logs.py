@@ -139,3 +139,20 @@ def test_drop_bad_rows_counts_them(tmp_path, chain):
     log = read_log(path, chain, require=("tau",), drop_bad_rows=True)
     assert len(log) == len(rows) - 3
     assert [(d.line, d.column) for d in log.dropped] == [(4, header[1]), (7, header[3]), (10, "t")]
+
+
+def test_a_log_too_long_for_memory_is_refused_before_it_is_read(tmp_path, chain, monkeypatch):
+    """A .csv.gz whose decompressed text (its gzip trailer) would need more memory than the
+    budget is refused naming the file and the size, before a line is parsed."""
+    import gzip
+
+    from workbench.calibration import tables
+
+    header, rows = good_table(chain)
+    path = tmp_path / "log.csv.gz"
+    text = ",".join(header) + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n"
+    with gzip.open(path, "wt") as fh:
+        fh.write(text)
+    monkeypatch.setattr(tables, "TEXT_MEMORY_FACTOR", 2**33 / len(text))
+    with pytest.raises(wb.WorkbenchError, match=r"log.csv.gz \(0 MiB of text\) needs about"):
+        read_log(path, chain, require=("tau",))

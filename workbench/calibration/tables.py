@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from workbench.config import check_memory
 from workbench.errors import WorkbenchError, excerpt
 from workbench.io import atomic_write, check_input_file
 from workbench.lie import Array
@@ -206,7 +207,27 @@ def _first_non_utf8(path: Path) -> tuple[int, int]:
     return 1, 0  # not reached: the caller saw a decoding error
 
 
+TEXT_MEMORY_FACTOR = 8  # bytes of memory per byte of CSV text: the parse, the table, the fits
+
+
+def _check_text_size(path: Path) -> None:
+    """Refuse a CSV whose text (a .gz file's decompressed size, from its trailer) would not
+    fit in memory once read and fitted, before reading it."""
+    size = path.stat().st_size
+    if path.suffix.lower() == ".gz" and size >= 18:
+        with open(path, "rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            size = max(size, int.from_bytes(fh.read(4), "little"))  # ISIZE: modulo 2^32
+    check_memory(
+        f"{path} ({size / 2**20:.0f} MiB of text)",
+        TEXT_MEMORY_FACTOR * size,
+        f"{TEXT_MEMORY_FACTOR} bytes per byte of text; a log this long is read chunk by chunk "
+        "as Parquet or a chunk directory by --kind dynamic",
+    )
+
+
 def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None, progress: bool) -> Table:
+    _check_text_size(path)
     header_line, header, data_lines = None, None, 0
     for line, text in _text_lines(path):
         if not text.strip():
