@@ -153,6 +153,6 @@ def test_a_log_too_long_for_memory_is_refused_before_it_is_read(tmp_path, chain,
     text = ",".join(header) + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n"
     with gzip.open(path, "wt") as fh:
         fh.write(text)
-    monkeypatch.setattr(tables, "TEXT_MEMORY_FACTOR", 2**33 / len(text))
+    monkeypatch.setattr(tables, "TEXT_MEMORY_FACTOR", 2**34 / len(text))
     with pytest.raises(wb.WorkbenchError, match=r"log.csv.gz \(0 MiB of text\) needs about"):
         read_log(path, chain, require=("tau",))
