@@ -11,10 +11,12 @@ test made.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import workbench as wb
@@ -25,7 +27,8 @@ from workbench.calibration.fit_plausibility import (
 )
 from workbench.calibration.logs import read_log, write_log
 from workbench.calibration.report import calibrate
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.samples import Log
+from workbench.calibration.simulate import exciting_trajectory, perturbed_truth, simulate_log
 from workbench.errors import ImplausibleFit, WorkbenchError
 
 POSITIONS = 'file = "p2r.csv"\ncolumns = ["q_joint_1", "q_joint_2"]\nunit = "rad"\n'
@@ -243,3 +246,76 @@ def test_command_line_exits_1_on_an_implausible_fit(folder, capsys):
     warnings = json.loads((out / "summary.json").read_text())["warnings"]
     assert any(w.startswith("implausible fit: likely cause: angle unit") for w in warnings)
     assert main([*argv, str(folder / "right"), "--log", str(describe(folder, "cli_ok"))]) == 0
+
+
+# ------------------------------------------- a nominal model far from the robot
+TIAGO_ARM = ("torso_lift_joint", *(f"arm_{i}_joint" for i in range(1, 8)))
+
+
+@pytest.fixture(scope="module")
+def tiago_far() -> tuple[wb.Chain, Log]:
+    """TIAGo torso and arm whose links are 10 % off the URDF (centres of mass moved by up to
+    10 cm): torques from Pinocchio's rnea plus friction, 1 % noise plus 0.02 N m (N)."""
+    chain = wb.models.load("tiago", joints=list(TIAGO_ARM))
+    truth = perturbed_truth(chain, "dynamic", 0.1, friction=0.3, seed=3)
+    t, q, dq, ddq = exciting_trajectory(chain, 1000, 0.01, seed=0)
+    model = wb.to_pinocchio(truth.chain)
+    data = model.createData()
+    tau = np.array([pin.rnea(model, data, *s).copy() for s in zip(q, dq, ddq, strict=True)])
+    tau += truth.viscous * dq + truth.coulomb * np.sign(dq)
+    rng = np.random.default_rng(1)
+    tau += rng.normal(size=tau.shape) * (0.01 * np.sqrt(np.mean(tau**2, axis=0)) + 0.02)
+    log = Log(t=t, q=q, dq=dq, ddq=ddq, tau=tau, joint_names=chain.joint_names,
+              min_speed=np.full(chain.n, 0.02))  # fmt: skip
+    return chain, log
+
+
+def fitted_diagnoses(chain, log):
+    """Diagnoses with the calibrated model, and the warnings about findings it explains."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", wb.WorkbenchWarning)
+        diagnoses = diagnose(log, chain, calibrate(chain, "dynamic", log).chain)
+    notes = [str(w.message) for w in caught if "effort finding" in str(w.message)]
+    return diagnoses, notes
+
+
+def test_a_joint_the_calibrated_model_explains_is_no_diagnosis(tiago_far):
+    """arm_6's nominal torque has the opposite sign of the truth's: against the nominal model
+    its effort looks flipped, but the calibrated model explains it (and every joint), so the
+    finding is a warning naming it, not a diagnosis."""
+    chain, log = tiago_far
+    (alarm,) = diagnose(log, chain)  # the nominal model alone
+    assert alarm.cause == "torque sign" and "'arm_6_joint'" in alarm.evidence
+    diagnoses, notes = fitted_diagnoses(chain, log)
+    assert diagnoses == []
+    assert len(notes) == 1 and "'arm_6_joint'" in notes[0] and "sign is flipped" in notes[0]
+
+
+@pytest.mark.parametrize("joint, factor, cause", [(3, -1.0, "torque sign"),
+                                                  (1, 0.2, "torque scale")])  # fmt: skip
+def test_a_mis_described_joint_stays_a_diagnosis(tiago_far, joint, factor, cause):
+    """The same log with arm_3's effort negated, or arm_1's in units 5 times too large: the
+    calibrated model cannot explain those joints, a diagnosis names them (with arm_6's finding,
+    which the spoilt fit no longer explains)."""
+    chain, log = tiago_far
+    tau = log.tau.copy()
+    tau[:, joint] *= factor
+    diagnoses, _ = fitted_diagnoses(chain, replace(log, tau=tau))
+    named = [d for d in diagnoses if f"'{chain.joint_names[joint]}'" in d.evidence]
+    assert named and named[0].cause == cause, [d.message for d in diagnoses]
+
+
+def test_a_scale_diagnosis_names_every_joint(iiwa, iiwa_log):
+    """Efforts in raw units, gains 20, 0.5, 1.6, 0.05, 8, 3, 0.1: the diagnosis names the
+    joints out of the accepted ratios with their scale, those inside (gains 0.5 and 1.6) with
+    their ratio and suggested scale (the gain, as good as the nominal model), and the joint it
+    could not compare."""
+    gains = np.array([20.0, 0.5, 1.6, 0.05, 8.0, 3.0, 0.1])
+    (diagnosis,) = diagnose(replace(iiwa_log, tau=iiwa_log.tau / gains), iiwa)
+    assert diagnosis.cause == "torque scale"
+    assert all(f"'iiwa_joint_{j}'" in diagnosis.evidence for j in (1, 4, 5, 6))
+    for j in (2, 3):
+        ratio, scale = diagnosis.evidence.split(f"iiwa_joint_{j} ")[1].split(" (scale x ", 1)
+        assert abs(float(ratio) * gains[j - 1] - 1.0) < 0.1, ratio
+        assert abs(float(scale.split()[0]) / gains[j - 1] - 1.0) < 0.1, scale
+    assert "iiwa_joint_7: not compared" in diagnosis.evidence

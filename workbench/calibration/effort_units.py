@@ -15,7 +15,7 @@ nominal drive parameters when given) by two numbers:
 
 Without nominal drive parameters, each joint's viscous and Coulomb friction
 (columns ``dq_j`` and ``sign(dq_j)``) is fitted out of both by least squares
-before comparing (:func:`without_friction`), so that friction the model lacks
+before comparing (:func:`without_drive_terms`), so that friction the model lacks
 (often most of a wrist's torque) is not taken for a wrong unit; the RMS
 values are then of what remains.
 
@@ -33,7 +33,10 @@ Verdicts (thresholds are module constants, with their reasons):
 * ``sign``: it follows the nominal torque with the opposite sign;
 * ``scale``: it follows the nominal torque at a ratio outside
   [:data:`RATIO_LOW`, :data:`RATIO_HIGH`] (raw units, torque constants);
-* ``ok``.
+* ``ok``;
+* ``explained`` (set by :func:`workbench.calibration.fit_plausibility.diagnose`, not
+  here): one of the above but the calibrated model explains the joint's efforts, so the
+  nominal model, not the log, is off for that joint.
 
 Each finding suggests the ``[torques] scale`` that would make the ratio 1:
 ``1 / k_j`` times the scale the log was read with (N m per logged unit for a
@@ -89,7 +92,7 @@ class EffortFinding:
 
     joint: str
     kind: str  # "revolute" or "prismatic"
-    verdict: str  # "ok", "scale", "sign", "dead", "uncorrelated", "skipped"
+    verdict: str  # "ok", "scale", "sign", "dead", "uncorrelated", "skipped", "explained"
     ratio: float  # k_j = logged / nominal (least squares); nan when skipped
     correlation: float  # rho_j; nan when skipped
     logged_rms: float  # in logged units (after the log's scale)
@@ -127,12 +130,14 @@ class EffortFinding:
             "or the effort is logged on another motor, e.g. a differential wrist)",
             "uncorrelated": f"{head}, {numbers}: the effort does not follow the nominal torque "
             "(a wrong column, joint order or position unit?)",
+            "explained": f"{head}, {numbers}: unlike the nominal model, the calibrated model "
+            "explains this effort",
         }
         return text[self.verdict]
 
     @property
     def suspicious(self) -> bool:
-        return self.verdict not in ("ok", "skipped")
+        return self.verdict not in ("ok", "skipped", "explained")
 
 
 def nominal_torques(
@@ -182,7 +187,7 @@ def compare_efforts(
     nominal, _ = nominal_torques(chain, sampled, nominal_drives)
     logged = sampled.tau
     if nominal_drives is None:
-        logged, nominal = without_friction(logged, sampled), without_friction(nominal, sampled)
+        logged, nominal = (without_drive_terms(v, sampled) for v in (logged, nominal))
     return findings(chain, logged, nominal, informative_fraction(nominal_drives))
 
 
@@ -192,15 +197,17 @@ def informative_fraction(nominal_drives: dict[str, float] | None) -> float:
     return INFORMATIVE_FRACTION if nominal_drives is not None else RIGID_BODY_FRACTION
 
 
-def without_friction(values: Array, log: Log) -> Array:
-    """``values`` (m, n) at the log's samples minus, per joint, their least-squares fit by
-    viscous and Coulomb friction: columns ``dq_j`` and ``sign(dq_j)`` (smooth through rest below
-    the log's ``min_speed``, as in :class:`~workbench.calibration.drives.Drives`)."""
-    drives = Drives(log.q.shape[1], ("friction",), min_speed=log.min_speed)
-    C = drives.columns(log.dq, log.ddq)  # (m, n, 2n): fv_j, fs_j in row j
+def without_drive_terms(values: Array, log: Log, terms: tuple[str, ...] = ("friction",)) -> Array:
+    """``values`` (m, n) at the log's samples minus, per joint, their least-squares fit by the
+    joint's own drive ``terms`` (:class:`~workbench.calibration.drives.Drives`): by default
+    viscous and Coulomb friction, columns ``dq_j`` and ``sign(dq_j)`` (smooth through rest below
+    the log's ``min_speed``); ``rotor_inertia`` adds ``ddq_j``, ``offset`` a constant."""
     n = values.shape[1]
-    F = np.stack([C[:, np.arange(n), 2 * np.arange(n) + k] for k in (0, 1)], axis=2)  # (m, n, 2)
-    G = np.einsum("mjp,mjq->jpq", F, F) + 1e-12 * np.eye(2)
+    drives = Drives(n, terms, min_speed=log.min_speed)
+    C = drives.columns(log.dq, log.ddq)  # (m, n, p n): joint j's p terms in row j, joint-major
+    p = C.shape[2] // n
+    F = np.stack([C[:, np.arange(n), p * np.arange(n) + k] for k in range(p)], axis=2)
+    G = np.einsum("mjp,mjq->jpq", F, F) + 1e-12 * np.eye(p)
     b = np.einsum("mjp,mj->jp", F, values)
     coefficients = np.linalg.solve(G, b[:, :, None])[:, :, 0]
     return values - np.einsum("mjp,jp->mj", F, coefficients)

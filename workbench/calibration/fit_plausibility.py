@@ -21,9 +21,17 @@ Symptoms (what was compared):
   ratio outside [0.5, 2], a dead or uncorrelated channel;
 * two joints with identical position or effort samples.
 
+A joint's effort finding is no symptom when the calibrated model explains
+that joint's efforts (relative RMS below :data:`FIT_EXPLAINS`, and every joint
+without a finding below :data:`FIT_CONSISTENT`): the nominal model, not the
+log, is off there (inertias and centres of mass far from the URDF's can
+reverse a wrist's gravity torque). It is a warning instead. Findings that
+every compared joint shares stay symptoms: a factor common to all joints (a
+torque unit, a sign) leaves every fit as good, only the nominal model sees it.
+
 Without nominal drive parameters, each joint's viscous and Coulomb friction is
 fitted out of the efforts and the nominal torques before they are compared
-(:func:`workbench.calibration.effort_units.without_friction`); the relative RMS
+(:func:`workbench.calibration.effort_units.without_drive_terms`); the relative RMS
 above is of the torques as they are.
 
 Causes, tried in this order, each by correcting the log and comparing again:
@@ -40,14 +48,18 @@ Causes, tried in this order, each by correcting the log and comparing again:
 3. the efforts' scale: ``torque sign`` (negative ratios), ``sample period``
    (one factor common to all joints that multiplies the dynamic torques but
    not the gravity load: velocities scale with 1/T, accelerations with
-   1/T^2), ``torque scale`` (a common factor on gravity and dynamics, or
-   one per joint), ``dead channel``;
+   1/T^2), ``torque scale`` (a common factor on gravity and dynamics outside
+   [RATIO_LOW, RATIO_HIGH], or one per joint), ``dead channel``; the
+   diagnosis also lists what the comparison says of the joints it does not
+   name (ratios taken as right with their suggested scale, efforts the
+   nominal model cannot judge, joints not compared);
 4. ``unknown``: symptoms that no correction explains (the evidence lists
    what was compared).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -64,11 +76,11 @@ from workbench.calibration.effort_units import (
     nominal_torques,
     ratios,
     sample_rows,
-    without_friction,
+    without_drive_terms,
 )
 from workbench.calibration.samples import Log
 from workbench.chain import REVOLUTE, Chain
-from workbench.errors import ImplausibleFit, WorkbenchError
+from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
 
 NOMINAL_WORSE_THAN_ZERO = 1.0
@@ -96,6 +108,24 @@ this (5 % of the RMS effort; ratios of weak, noisy joints scatter, their misfit 
 GRAVITY_SHARE = 0.2
 """The gravity load tells a sample period from a torque scale when it makes at least this
 fraction of the nominal RMS torque (its part does not scale with time)."""
+
+FIT_EXPLAINS = 0.1
+"""A joint's effort finding is the nominal model's fault, not the log's, when the calibrated
+model predicts that joint's efforts to this relative RMS (drive terms fitted out of the
+difference) and the fit is consistent elsewhere (:data:`FIT_CONSISTENT`). A simulated TIAGo
+whose links are 10 % off the URDF (centres of mass moved by up to 10 cm): arm_6 fitted to
+0.05 although its nominal torque has the opposite sign; a sign flipped on one joint of the
+TIAGo or the iiwa: 0.13 to 0.8 on that joint."""
+
+FIT_CONSISTENT = 0.3
+"""... and every compared joint without a finding is fitted to this relative RMS or better: a
+mis-described joint spoils the fit of the joints that share its parameters (one iiwa joint
+negated: the fit of that joint 0.13, of its neighbours 0.8 to 1.6; a correct log: 0.17 at
+most, on a weak joint with 0.05 N m noise)."""
+
+DRIVE_TERMS = ("friction", "rotor_inertia", "offset")
+"""Per-joint drive terms fitted out of the calibrated model's error (:func:`fitted_misfit`):
+the calibrated chain carries the rigid body only."""
 
 CAUSES = (
     "duplicated column",
@@ -150,8 +180,10 @@ def diagnose(
     """Diagnoses of the log behind a torque fit (module docstring); [] when it is plausible.
 
     ``chain`` is the nominal model, ``fitted`` the calibrated one (None: the
-    parameter test is skipped), ``nominal_drives`` the nominal drive
-    parameters by name (friction, rotor inertia, offsets).
+    parameter test and the fit's say on effort findings are skipped),
+    ``nominal_drives`` the nominal drive parameters by name (friction, rotor
+    inertia, offsets). Effort findings that the calibrated model explains
+    (:func:`_explained_by_fit`) are warned about, not diagnosed.
     """
     if log.tau is None:
         raise WorkbenchError(f"{log.source}: a torque fit needs logged torques")
@@ -160,6 +192,8 @@ def diagnose(
     general = _general_symptoms(chain, fitted, sampled.tau, raw)
     logged, nominal, gravity = _comparable(sampled, nominal_drives, sampled.tau, raw, gravity)
     found = findings(chain, logged, nominal, informative_fraction(nominal_drives))
+    if fitted is not None:
+        found = _explained_by_fit(sampled, fitted, found)
     duplicates = _duplicates(sampled, chain)
     if duplicates:
         return [Diagnosis("duplicated column", "; ".join(duplicates + general))]
@@ -174,6 +208,9 @@ def diagnose(
     if diagnoses:
         first = diagnoses[0]
         diagnoses[0] = replace(first, evidence="; ".join([first.evidence, *general]))
+        last = diagnoses[-1]
+        others = _other_joints(found, " ".join(d.evidence for d in diagnoses))
+        diagnoses[-1] = replace(last, evidence="; ".join([last.evidence, *others]))
         return diagnoses
     return [
         Diagnosis(
@@ -184,6 +221,53 @@ def diagnose(
             "or scale that explains them",
         )
     ]
+
+
+def fitted_misfit(log: Log, fitted: Chain) -> Array:
+    """Per joint (n,): RMS of the logged efforts minus the calibrated chain's torques, each
+    joint's :data:`DRIVE_TERMS` fitted out of the difference, relative to the RMS logged
+    effort (inf for a joint whose effort is zero)."""
+    torques, _ = nominal_torques(fitted, log)
+    error = without_drive_terms(log.tau - torques, log, DRIVE_TERMS)
+    logged = np.sqrt(np.mean(log.tau**2, axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(logged > 0, np.sqrt(np.mean(error**2, axis=0)) / logged, np.inf)
+
+
+def _explained_by_fit(log: Log, fitted: Chain, found: list[EffortFinding]) -> list[EffortFinding]:
+    """``found`` with the sign, scale and uncorrelated findings that the calibrated model
+    explains set to ``explained``, with a warning naming them.
+
+    The nominal model is then the poor reference (inertias and centres of mass
+    off the URDF's), not the log: the joint's efforts are fitted to
+    :data:`FIT_EXPLAINS` and every compared joint without a finding to
+    :data:`FIT_CONSISTENT` (a finding the fit cannot explain stays one).
+    Findings shared by every compared joint stay: a factor common to all
+    joints (a torque unit, a sign) leaves any fit as good, so only the nominal
+    model can see it.
+    """
+    compared = [j for j, f in enumerate(found) if f.verdict != "skipped"]
+    if not compared or all(found[j].suspicious for j in compared):
+        return found
+    misfit = fitted_misfit(log, fitted)
+    if max(misfit[j] for j in compared if not found[j].suspicious) > FIT_CONSISTENT:
+        return found
+    out, notes = list(found), []
+    for j in compared:
+        finding = found[j]
+        if finding.verdict in ("sign", "scale", "uncorrelated") and misfit[j] <= FIT_EXPLAINS:
+            out[j] = replace(finding, verdict="explained")
+            notes.append(f"{finding.message} [calibrated model: relative RMS {misfit[j]:.2g}]")
+    if notes:
+        warnings.warn(
+            f"{log.source}: effort finding(s) not taken for a mis-description, since the "
+            "calibrated model explains those joints (relative RMS, drive terms fitted out) and "
+            "the joints without findings where the nominal model does not: the nominal "
+            "inertias are off there (check the log if they should not be): " + "; ".join(notes),
+            WorkbenchWarning,
+            stacklevel=3,
+        )
+    return out
 
 
 def absurd_parameters(nominal: Chain, fitted: Chain) -> list[str]:
@@ -211,10 +295,10 @@ def absurd_parameters(nominal: Chain, fitted: Chain) -> list[str]:
 
 def _comparable(log: Log, nominal_drives, *torques: Array) -> list[Array]:
     """Torques (efforts, nominal ones) at the log's samples as compared: friction fitted out of
-    each when the nominal model has none (:func:`~.effort_units.without_friction`)."""
+    each when the nominal model has none (:func:`~.effort_units.without_drive_terms`)."""
     if nominal_drives is not None:
         return list(torques)
-    return [without_friction(values, log) for values in torques]
+    return [without_drive_terms(values, log) for values in torques]
 
 
 def _relative_rms(error: Array, reference: Array) -> float:
@@ -250,6 +334,37 @@ def _joint_symptoms(logged, nominal, gravity, found: list[EffortFinding]) -> dic
         if finding.verdict == "sign" and loaded and against[j] < -SIGNIFICANT_CORRELATION:
             text += " (its torques act against gravity's)"
         out[finding.joint] = text
+    return out
+
+
+def _other_joints(found: list[EffortFinding], named: str) -> list[str]:
+    """What the comparison says of the joints a scale diagnosis does not name (their names not
+    in ``named``): the ratios taken as right (the suggested scale, in case they were logged like
+    the named ones), the joints the nominal model cannot judge, and why."""
+    rest = [f for f in found if f"'{f.joint}'" not in named and f.joint not in named]
+    out = []
+    ok = [f for f in rest if f.verdict == "ok"]
+    if ok:
+        out.append(
+            "taken as the right unit (ratio logged/nominal within "
+            f"[{RATIO_LOW:g}, {RATIO_HIGH:g}]): "
+            + ", ".join(f"{f.joint} {f.ratio:.3g} (scale x {f.suggested_scale:.3g} for a ratio 1)"
+                        for f in ok)
+        )  # fmt: skip
+    for verdict, why in (
+        ("uncorrelated", "the effort does not follow the nominal torque, so the nominal model "
+         "cannot tell the unit or sign"),
+        ("explained", "the calibrated model explains the effort although the nominal one "
+         "does not, so the nominal model cannot tell the unit or sign"),
+        ("skipped", "not compared, the nominal torque is too small to tell a unit"),
+    ):  # fmt: skip
+        joints = [f for f in rest if f.verdict == verdict]
+        if joints:
+            figures = ", ".join(
+                f.joint if verdict == "skipped" else f"{f.joint} (correlation {f.correlation:.2f})"
+                for f in joints
+            )
+            out.append(f"{figures}: {why}")
     return out
 
 
@@ -374,7 +489,7 @@ def _scale_causes(t, logged, nominal, gravity, found, notes: dict[str, str]) -> 
     one_factor = _relative_rms(common * n - e, e) <= shape_misfit(e, n) + COMMON_MISFIT
     if period is not None:
         out.append(period)
-    elif len(compared) > 1 and one_factor:
+    elif len(compared) > 1 and one_factor and not RATIO_LOW <= common <= RATIO_HIGH:
         out.append(_common_factor(t, nominal, gravity, compared, common))
     else:
         out.append(Diagnosis("torque scale", "; ".join(notes[f.joint] for f in scaled)))
