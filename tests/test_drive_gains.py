@@ -152,16 +152,17 @@ def with_gap(pieces: list[Log], gap: float = 0.3) -> Log:
     return replace(pieces[0], t=np.concatenate(t), segments=segments, **joined)
 
 
-def test_gains_of_a_log_with_a_gap():
-    """TIAGo torso and arm (gains 0.05 to 20, one negative), a run log with a 0.3 s gap in
-    its clock (two segments, filter borders dropped in each) and a payload log carrying 1.5 kg
-    on arm_7_link; 1 % torque noise plus 0.02 N m (N), 18-bit encoders: every gain within four
-    standard deviations and 1 % of the truth. (Efforts off the regressor's samples after the
-    gap gave gains off by up to 370 standard deviations.)"""
+def tiago_logs(transmission: np.ndarray | None = None) -> tuple[wb.Chain, list[Log]]:
+    """TIAGo torso and arm, a run log with a 0.3 s gap in its clock (two segments, filter
+    borders dropped in each) and a payload log carrying 1.5 kg on arm_7_link; 1 % torque noise
+    plus 0.02 N m (N), 18-bit encoders. Efforts ``e = tau / TIAGO_GAINS``, or with a
+    ``transmission`` R the motors' ``R^-T tau / TIAGO_GAINS`` logged joint side (times R^T),
+    as a log description with ``side = "motor"`` reads them."""
     chain = wb.models.load("tiago", joints=list(TIAGO_ARM))
     rng = np.random.default_rng(7)
     truth = perturbed_truth(chain, "dynamic", 0.02, friction=0.1, seed=3)
     phi = wb.inertia.phi_from_com(1.5, [0.0, 0.0, 0.08], np.diag([0.004, 0.004, 0.002]))
+    T = np.eye(chain.n) if transmission is None else transmission.T  # joint from motor
     logs = []
     for seeds, payload in (((20, 21), None), ((22,), (chain.n - 1, phi))):
         pieces = []
@@ -169,9 +170,36 @@ def test_gains_of_a_log_with_a_gap():
             t, q, dq, ddq = exciting_trajectory(chain, 800, 1.0 / RATE, seed=seed)
             tau = pinocchio_torques(chain, truth, q, dq, ddq, payload is not None, phi)
             tau = tau + 0.02 * rng.normal(size=tau.shape)  # and 1 % of the RMS in measured
-            pieces.append(measured(chain, t, q, tau / TIAGO_GAINS, rng))
-        logs.append(replace(with_gap(pieces), payload=payload))
+            motors = np.linalg.solve(T, tau.T).T / TIAGO_GAINS
+            pieces.append(measured(chain, t, q, motors, rng))
+        log = replace(with_gap(pieces), payload=payload, transmission=transmission)
+        logs.append(replace(log, tau=log.tau @ T.T))
+    return chain, logs
+
+
+def test_gains_of_a_log_with_a_gap():
+    """Every gain within four standard deviations and 1 % of the truth (tiago_logs). (Efforts
+    off the regressor's samples after the gap gave gains off by up to 370 standard
+    deviations.)"""
+    chain, logs = tiago_logs()
     fit = identify_drive_gains(chain, logs)
+    assert fit.side == "joint"
     error = fit.gains - TIAGO_GAINS
     assert np.all(np.abs(error) < 4.0 * fit.gains_std), error / fit.gains_std
     assert np.abs(error / TIAGO_GAINS).max() < 0.01, error / TIAGO_GAINS
+
+
+def test_motor_gains_behind_a_differential_wrist():
+    """arm_6 and arm_7 driven by a differential (R = [[-1, 1], [1, 1]]), the gains on the
+    motors (0.1 and 0.12): identified motor side, every gain within four standard deviations
+    and 1 %; gains on the joints' efforts fit the wrist worse."""
+    R = np.eye(len(TIAGO_ARM))
+    R[6:, 6:] = [[-1.0, 1.0], [1.0, 1.0]]
+    chain, logs = tiago_logs(R)
+    fit = identify_drive_gains(chain, logs)
+    assert fit.side == "motor" and "motor side" in fit.scale_text()
+    error = fit.gains - TIAGO_GAINS
+    assert np.all(np.abs(error) < 4.0 * fit.gains_std), error / fit.gains_std
+    assert np.abs(error / TIAGO_GAINS).max() < 0.01, error / TIAGO_GAINS
+    joint_side = identify_drive_gains(chain, [replace(log, transmission=None) for log in logs])
+    assert np.all(joint_side.sigma[6:] > 1.3 * fit.sigma[6:])
