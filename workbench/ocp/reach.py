@@ -72,6 +72,7 @@ from workbench.ocp.problem import ReachProblem, ReachResult
 # 100 to 1600 knots), rounded up
 KNOT_BYTES = 1024
 COARSE = 0.05  # transcription error, as a fraction of the tool's travel, that makes a warning
+SHORT_TRAVEL = 1e-3  # m or rad: travel below this is judged against it, not as a fraction
 
 
 # ------------------------------------------------------------ configurations
@@ -290,13 +291,17 @@ def _check_motion(problem: ReachProblem, model: ClosedChain, start, goal, result
         )
         return
     travel = float(task_distance(model, np.asarray(start), np.asarray(goal)))
-    if result.transcription_error > COARSE * max(travel, 1e-9):
+    if result.transcription_error > COARSE * max(travel, SHORT_TRAVEL):
+        share = (
+            f"{100 * result.transcription_error / travel:.0f} % of the {travel:.3g} the tool "
+            "travels"
+            if travel >= SHORT_TRAVEL
+            else f"the tool travels only {travel:.3g}: the goal is about the start"
+        )
         result.warnings.append(
             f"the knots are too far apart for this motion: integrated interval by interval, "
             f"the planned torques miss the plan by {result.transcription_error:.3g} in all "
-            f"({100 * result.transcription_error / max(travel, 1e-9):.0f} % of the "
-            f"{travel:.3g} the tool travels); use more knots ([transcription] knots, now "
-            f"{problem.knots})"
+            f"({share}); use more knots ([transcription] knots, now {problem.knots})"
         )
 
 
