@@ -23,7 +23,10 @@ is at most quadratic (velocities and accelerations in inverse dynamics and
 in the closures' velocity and acceleration levels) the Jacobian is at most
 quadratic too, so its central difference is exact for any step: a unit step
 there leaves only rounding; elsewhere the step is ``STEP``.
-The lam part is the analytic Jacobian.
+The lam part is the analytic Jacobian. A callback without a shared input
+may instead be given ``second_derivatives(X, lam) -> (K, n, n)``, the exact
+blocks (:mod:`workbench.ocp.model_sx`: CasADi AD of the same functions in
+SX); then no differences are taken.
 
 With ``finite_differences=True`` the same callback offers no Jacobian and
 CasADi falls back to its own finite differences (used by the benchmark).
@@ -55,6 +58,7 @@ class BatchedCallback(ca.Callback):
         affine_inputs: Sequence[int] = (),
         affine_shared: bool = False,
         quadratic_inputs: Sequence[int] = (),
+        second_derivatives: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     ):
         ca.Callback.__init__(self)
         self.evaluate = evaluate
@@ -65,6 +69,9 @@ class BatchedCallback(ca.Callback):
         # quadratic (whatever the step): a unit step there leaves only rounding
         self.steps = np.where(np.isin(np.arange(n_in), quadratic_inputs), 1.0, STEP)
         self.affine_shared = affine_shared
+        if second_derivatives is not None and n_shared:
+            raise ValueError("exact second derivatives are for callbacks without a shared input")
+        self.second_derivatives = second_derivatives
         self._cache_key: bytes | None = None
         self._cache: tuple[np.ndarray, ...] = ()
         self.evaluations = 0
@@ -156,12 +163,15 @@ class BatchedCallback(ca.Callback):
     def adjoint_derivatives(
         self, X: np.ndarray, P: np.ndarray, lam: np.ndarray
     ) -> tuple[np.ndarray, ...]:
-        """Derivatives of :meth:`adjoint` by X and P, by central differences of the Jacobians.
+        """Derivatives of :meth:`adjoint` by X and P: ``second_derivatives`` when given,
+        else central differences of the Jacobians.
 
         Returns d(J_X^T lam)/dX (K, n, n), and with a shared input also
         d(J_X^T lam)/dP (K, n, m) (whose transpose is d(J_P^T lam)/dX, knot by
         knot) and d(J_P^T lam)/dP (m, m); the X-X and P-P blocks are symmetrised.
         """
+        if self.second_derivatives is not None:
+            return (self.second_derivatives(X, lam),)
         n, m, K = self.n_in, self.n_shared, self.knots
 
         def difference(dX, dP):

@@ -14,6 +14,12 @@ all knots with the analytic Jacobian):
   Jacobian blocks ``d/dq = (K_I, c''_I[., dq], c''_I[., ddq] + c'''_I[dq, dq, .])``,
   ``d/d dq = (0, K_I, 2 c''_I[., dq])``, ``d/d ddq = (0, 0, K_I)``;
 * ``task``: the tool's task vector at the last knot and its partials.
+
+Second derivatives (IPOPT's Hessian of the Lagrangian) are exact: CasADi AD
+of the same functions in SX (:mod:`workbench.ocp.model_sx`), except for the
+torque with a design space (its inertias are an input there), which keeps
+the bridge's central differences of the analytic Jacobians, as do all
+callbacks with ``exact_hessian=False``.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from workbench.closed_chains.task_space import task
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.bridge import BatchedCallback
+from workbench.ocp.model_sx import lagrangian_hessians
 
 
 def closure_levels(model: ClosedChain, rows: np.ndarray, X: Array, jacobian: bool):
@@ -60,10 +67,21 @@ def closure_levels(model: ClosedChain, rows: np.ndarray, X: Array, jacobian: boo
 
 
 def model_callbacks(
-    model: ClosedChain, knots: int, rows: np.ndarray, design=None, finite_differences=False
+    model: ClosedChain,
+    knots: int,
+    rows: np.ndarray,
+    design=None,
+    finite_differences: bool = False,
+    exact_hessian: bool = True,
 ) -> dict[str, BatchedCallback]:
     """Torque, closure and task callbacks (module docstring); "design" maps p to phi."""
     n, a = model.n, len(model.active)
+
+    def exact(name: str, shared: bool = False):
+        if not exact_hessian or finite_differences or shared:
+            return None
+        return lagrangian_hessians(model, rows, name)
+
     phi_size = 10 * n
 
     def torque(X, P, jacobian):
@@ -96,13 +114,16 @@ def model_callbacks(
         "torque": BatchedCallback(
             "torque", torque, knots, 3 * n, a, n_shared=0 if design is None else phi_size,
             finite_differences=fd, affine_inputs=accelerations, affine_shared=True,
-            quadratic_inputs=rates,
+            quadratic_inputs=rates, second_derivatives=exact("torque", design is not None),
         ),
         "closure": BatchedCallback(
             "closure", closure, knots, 3 * n, 3 * len(rows), finite_differences=fd,
             affine_inputs=accelerations, quadratic_inputs=rates,
+            second_derivatives=exact("closure"),
         ),
-        "task": BatchedCallback("task", task_vector, 1, n, 3, finite_differences=fd),
+        "task": BatchedCallback(
+            "task", task_vector, 1, n, 3, finite_differences=fd, second_derivatives=exact("task")
+        ),
     }  # fmt: skip
     if design is not None:
         functions["design"] = BatchedCallback(
