@@ -33,6 +33,7 @@ import numpy as np
 from workbench.closed_chains.model import ClosedChain
 from workbench.excitation.twist_sx import _exp_joint, torque_expression
 from workbench.lie import Array
+from workbench.ocp.sx_compiler import compiled
 
 
 def link_poses(chain, q) -> list[tuple]:
@@ -124,12 +125,18 @@ def knot_functions(model: ClosedChain, rows: tuple[int, ...]) -> dict[str, ca.Fu
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled(model: ClosedChain, rows: tuple[int, ...], name: str) -> ca.Function:
+    return compiled(knot_functions(model, rows)[name])
+
+
 def lagrangian_hessians(model: ClosedChain, rows: np.ndarray, name: str):
     """``(X (K, w), lam (K, o)) -> (K, w, w)``: ``sum_a lam_a d^2 Y_a / dx^2`` at every knot.
 
-    ``name`` is "torque", "closure" or "task" (:func:`knot_functions`).
+    ``name`` is "torque", "closure" or "task" (:func:`knot_functions`),
+    compiled to C (:mod:`workbench.ocp.sx_compiler`).
     """
-    function = knot_functions(model, tuple(int(i) for i in rows))[name]
+    function = _compiled(model, tuple(int(i) for i in rows), name)
     maps: dict[int, ca.Function] = {}
 
     def evaluate(X: Array, lam: Array) -> Array:
