@@ -43,7 +43,27 @@ Evaluate = Callable[..., tuple[np.ndarray, ...]]
 STEP = 1e-6  # central-difference step of the second derivatives (inputs of O(1))
 
 
-class BatchedCallback(ca.Callback):
+class _Buffered(ca.Callback):
+    """Numeric evaluation on CasADi's raw buffers (no DM conversions, which cost more than
+    the model on a hundred knots): subclasses map the inputs (dense arrays) to the
+    structural nonzeros of each output in CasADi's column-major order."""
+
+    def has_eval_buffer(self) -> bool:
+        return True
+
+    def eval_buffer(self, arg, res) -> int:
+        # copies: CasADi reuses its buffers, and the callbacks cache by their inputs
+        inputs = [np.frombuffer(a, dtype=float).copy() for a in arg]
+        for buffer, nonzeros in zip(res, self.nonzeros(inputs), strict=True):
+            if buffer is not None:
+                np.frombuffer(buffer, dtype=float)[:] = nonzeros
+        return 0
+
+    def nonzeros(self, arg: list[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+
+class BatchedCallback(_Buffered):
     """A CasADi function of (vec(X), P) backed by a batched numpy evaluation."""
 
     def __init__(
@@ -133,9 +153,8 @@ class BatchedCallback(ca.Callback):
             self.error = exc
             raise
 
-    def eval(self, arg):
-        Y = self._evaluate(*self._arguments(arg))[0]
-        return [ca.DM(Y.reshape(-1, 1))]
+    def nonzeros(self, arg):
+        return [self._evaluate(*self._arguments(arg))[0].ravel()]
 
     # ------------------------------------------------------------ Jacobian
     def has_jacobian(self) -> bool:
@@ -223,7 +242,7 @@ class BatchedCallback(ca.Callback):
         return sparsity, np.asarray(mapping)
 
 
-class _BatchedJacobian(ca.Callback):
+class _BatchedJacobian(_Buffered):
     """The Jacobian function CasADi asks a BatchedCallback for: (X, P, Y) -> (dY/dX, dY/dP)."""
 
     def __init__(self, name: str, parent: BatchedCallback, opts):
@@ -248,14 +267,9 @@ class _BatchedJacobian(ca.Callback):
     def get_sparsity_out(self, i: int) -> ca.Sparsity:
         return self.patterns[i][0]
 
-    def eval(self, arg):
+    def nonzeros(self, arg):
         jacobians = self.parent.jacobians(*self.parent._arguments(arg))
-        out = []
-        for (sparsity, mapping), J in zip(self.patterns, jacobians, strict=True):
-            values = np.empty(sparsity.nnz())
-            values[mapping] = J.ravel()
-            out.append(ca.DM(sparsity, values))
-        return out
+        return [_nonzeros(p, J) for p, J in zip(self.patterns, jacobians, strict=True)]
 
 
 def _contract(jacobians: list[np.ndarray], lam: np.ndarray, per_knot: bool = False):
@@ -294,14 +308,15 @@ def _stacked(knots: int, rows: int, cols: int, transpose: bool) -> tuple[ca.Spar
     return sparsity, np.asarray(mapping)
 
 
-def _to_dm(pattern: tuple[ca.Sparsity, np.ndarray], values: np.ndarray) -> ca.DM:
+def _nonzeros(pattern: tuple[ca.Sparsity, np.ndarray], values: np.ndarray) -> np.ndarray:
+    """The nonzeros of ``values`` (its pattern's triplets in C order) in CasADi's order."""
     sparsity, mapping = pattern
     nz = np.empty(sparsity.nnz())
     nz[mapping] = values.ravel()
-    return ca.DM(sparsity, nz)
+    return nz
 
 
-class _BatchedAdjoint(ca.Callback):
+class _BatchedAdjoint(_Buffered):
     """Reverse mode of a BatchedCallback: (X, [P], Y, lam) -> (J_X^T lam, [J_P^T lam])."""
 
     def __init__(self, name: str, parent: BatchedCallback, opts):
@@ -352,8 +367,8 @@ class _BatchedAdjoint(ca.Callback):
         lam = np.asarray(arg[-1], dtype=float).reshape(self.parent.knots, self.parent.n_out)
         return X, P, lam
 
-    def eval(self, arg):
-        return [ca.DM(a.reshape(-1, 1)) for a in self.parent.adjoint(*self._arguments(arg))]
+    def nonzeros(self, arg):
+        return [a.ravel() for a in self.parent.adjoint(*self._arguments(arg))]
 
     def has_jacobian(self) -> bool:
         return True
@@ -363,7 +378,7 @@ class _BatchedAdjoint(ca.Callback):
         return self._jacobian
 
 
-class _BatchedAdjointJacobian(ca.Callback):
+class _BatchedAdjointJacobian(_Buffered):
     """Jacobian of :class:`_BatchedAdjoint`: blocks (adjoint output) x (X, [P], Y, lam).
 
     By X and P: :meth:`BatchedCallback.adjoint_derivatives`; by the nominal
@@ -391,7 +406,7 @@ class _BatchedAdjointJacobian(ca.Callback):
     def get_sparsity_out(self, i: int) -> ca.Sparsity:
         return self.adjoint.block_sparsity(self.keys[i])
 
-    def eval(self, arg):
+    def nonzeros(self, arg):
         X, P, lam = self.adjoint._arguments(arg[: self.adjoint.get_n_in()])
         second = self.parent.adjoint_derivatives(X, P, lam)
         jacobians = self.parent.jacobians(X, P)
@@ -402,8 +417,6 @@ class _BatchedAdjointJacobian(ca.Callback):
             values["p", "lam"] = jacobians[1]  # (K, o, m) stacked, transposed
         patterns = self.adjoint.patterns
         return [
-            _to_dm(patterns[key], values[key])
-            if key in patterns
-            else ca.DM(self.adjoint.block_sparsity(key))
+            _nonzeros(patterns[key], values[key]) if key in patterns else np.zeros(0)
             for key in self.keys
         ]

@@ -120,7 +120,7 @@ def knot_functions(model: ClosedChain, rows: tuple[int, ...]) -> dict[str, ca.Fu
     for name, y in expressions.items():
         variables = x[:n] if name == "task" else x  # the task depends on q only
         lam = ca.SX.sym("lam", y.numel())
-        hessian = ca.hessian(ca.dot(lam, y), variables)[0]
+        hessian = ca.densify(ca.hessian(ca.dot(lam, y), variables)[0])
         out[name] = ca.Function(name, [variables, lam], [y, hessian])
     return out
 
@@ -137,13 +137,19 @@ def lagrangian_hessians(model: ClosedChain, rows: np.ndarray, name: str):
     compiled to C (:mod:`workbench.ocp.sx_compiler`).
     """
     function = _compiled(model, tuple(int(i) for i in rows), name)
-    maps: dict[int, ca.Function] = {}
+    buffers: dict[int, tuple] = {}
 
     def evaluate(X: Array, lam: Array) -> Array:
         K, w = X.shape
-        if K not in maps:
-            maps[K] = function.map(K)
-        hessians = np.asarray(maps[K](X.T, lam.T)[1])  # (w, w K)
-        return hessians.reshape(w, K, w).transpose(1, 0, 2)
+        if K not in buffers:  # copy-free evaluation of the map over K knots
+            buffers[K] = function.map(K).buffer()
+        buffer, run = buffers[K]
+        X, lam = np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(lam, dtype=float)
+        out = np.empty((K, w, w))  # column-major (w, w K): out[k] is the (symmetric) block
+        buffer.set_arg(0, memoryview(X))
+        buffer.set_arg(1, memoryview(lam))
+        buffer.set_res(1, memoryview(out))
+        run()
+        return out
 
     return evaluate
