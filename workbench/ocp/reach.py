@@ -56,8 +56,9 @@ from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.model_functions import model_callbacks
-from workbench.ocp.nlp import Constraints, ipopt_options, status, violation
+from workbench.ocp.nlp import Constraints, ipopt_options, stagewise_solver, status, violation
 from workbench.ocp.problem import ReachProblem, ReachResult
+from workbench.ocp.stages import transcribe_stagewise
 from workbench.warm_up import warm_up
 
 COARSE = 0.05  # transcription error, as a fraction of the tool's travel, that makes a warning
@@ -152,6 +153,20 @@ def transcribe(
     }
 
 
+def _stagewise(problem, model, functions, q_start, q_goal, goal, t, progress) -> tuple:
+    """The stage-ordered NLP, its FATROP or SQP-HPIPM solver and initial guess."""
+    sign = 1.0 if problem.solver == "fatrop" else -1.0  # the gaps' sign each wants
+    nlp = transcribe_stagewise(
+        problem, model, functions, q_start, goal, goal_rows(model, q_goal), sign
+    )
+    x0 = nlp["from_knots"](_warm_start(problem, model, q_start, q_goal, t))
+    solver = stagewise_solver(
+        problem.solver, nlp["nlp"], nlp["structure"], problem.tolerance,
+        problem.max_iterations, progress,
+    )  # fmt: skip
+    return nlp, solver, x0
+
+
 def state_bounds(model: ClosedChain) -> tuple[Array, Array]:
     """Bounds on (q, dq, ddq) per knot: joint limits and velocity limits of the tree."""
     tree = model.tree
@@ -209,17 +224,20 @@ def solve(
     design = problem.design
     rows = independent_rows(model, q_start)
     built = functions(model, K, rows, design)  # CasADi holds callbacks weakly: keep them
-    nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
-    x0 = _warm_start(problem, model, q_start, q_goal, t).ravel()
-    if problem.minimum_time:
-        x0 = np.append(x0, problem.duration)
-    if design is not None:
-        x0 = np.append(x0, np.zeros(design.size))
-    options = ipopt_options(
-        problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None,
-        problem.barrier,
-    )  # fmt: skip
-    solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
+    if problem.solver != "ipopt":
+        nlp, solver, x0 = _stagewise(problem, model, built, q_start, q_goal, goal, t, progress)
+    else:
+        nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
+        x0 = _warm_start(problem, model, q_start, q_goal, t).ravel()
+        if problem.minimum_time:
+            x0 = np.append(x0, problem.duration)
+        if design is not None:
+            x0 = np.append(x0, np.zeros(design.size))
+        options = ipopt_options(
+            problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None,
+            problem.barrier,
+        )  # fmt: skip
+        solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
     warm_up()
     if design is not None:  # compile or load the mesh kernels before timing
         design.link_phi(np.zeros(design.size))
@@ -235,10 +253,14 @@ def solve(
     x = np.asarray(sol["x"]).ravel()
     duration = float(x[3 * model.n * K]) if problem.minimum_time else problem.duration
     X = x[: 3 * model.n * K].reshape(K, 3 * model.n)
-    text = stats["return_status"]
+    text = str(stats["return_status"])
+    solved = status(text)
+    if problem.solver != "ipopt":
+        X = np.asarray(nlp["to_knots"](x)).T
+        solved = "solved" if stats["success"] else "failed"
     n = model.n
     result = ReachResult(
-        status=status(text),
+        status=solved,
         message=text,
         t=np.linspace(0.0, duration, K),
         q=X[:, :n],
