@@ -11,7 +11,8 @@ compiled Hessians loaded):
 * "ipopt-differences": IPOPT with the bridge's central differences of the
   analytic Jacobians (the previous default);
 * "fatrop" and "sqpmethod-hpipm": the stage-ordered transcription
-  (:mod:`workbench.ocp.stages`; fixed duration, no design: not co-design).
+  (:mod:`workbench.ocp.stages`; fixed duration, no design: not co-design);
+  SQP at most ``--sqp-iterations`` (it does not converge on these problems).
 
 Status, iterations, solve time (median of ``--repeats``), objective and its
 relative difference to "ipopt". Markdown rows on stdout.
@@ -46,6 +47,7 @@ VARIANTS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sqp-iterations", type=int, default=100)
     args = parser.parse_args()
     warm_up()
     print(machine())
@@ -61,6 +63,8 @@ def main() -> None:
                 print(row(name, variant, "n/a (design)", "", "", "", ""))
                 continue
             case = replace(problem, solver=solver)
+            if solver == "sqpmethod-hpipm":
+                case = replace(case, max_iterations=args.sqp_iterations)
             runs = [
                 reach.solve(case, model, progress=False, functions=functions)
                 for _ in range(args.repeats + 1)

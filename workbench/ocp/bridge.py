@@ -133,6 +133,13 @@ class BatchedCallback(_Buffered):
             self._cache_key = key
         return self._cache
 
+    def raise_if_failed(self) -> None:
+        """Raise the Ctrl-C or the error an earlier evaluation met (see :meth:`run_model`)."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+        if self.error is not None:
+            raise self.error
+
     def run_model(self, X: np.ndarray, P: np.ndarray, jacobian: bool) -> tuple[np.ndarray, ...]:
         """``evaluate`` that remembers a Ctrl-C or an error (CasADi turns both into an
         evaluation failure and would go on).
@@ -140,10 +147,7 @@ class BatchedCallback(_Buffered):
         After the first one every further call raises too, so that IPOPT stops
         at once; the caller checks ``interrupted`` and ``error`` after the solve.
         """
-        if self.interrupted:
-            raise KeyboardInterrupt
-        if self.error is not None:
-            raise self.error
+        self.raise_if_failed()
         try:
             return self.evaluate(X, P, jacobian)
         except KeyboardInterrupt:
@@ -190,6 +194,7 @@ class BatchedCallback(_Buffered):
         knot) and d(J_P^T lam)/dP (m, m); the X-X and P-P blocks are symmetrised.
         """
         if self.second_derivatives is not None:
+            self.raise_if_failed()
             return (self.second_derivatives(X, lam),)
         n, m, K = self.n_in, self.n_shared, self.knots
 
