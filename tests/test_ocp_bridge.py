@@ -122,6 +122,33 @@ def test_sx_model_values_are_the_kernels(model_name):
     )  # fmt: skip
 
 
+def test_design_torque_second_derivatives(space):
+    """With the links' phi an input: the state block at the model's own phi is CasADi's AD
+    of the independent SX reference; the mixed block is the state derivative of the
+    analytic regressor's J_phi^T lam = Y^T lam (central differences), and phi-phi is 0."""
+    model = load("fivebar")
+    knots = closed_knots(model)
+    rows = independent_rows(model)
+    n, phi = model.n, model.tree.phi.ravel()
+    rng = np.random.default_rng(6)
+    lam = rng.normal(size=(KNOTS, len(model.active)))
+    callbacks = model_callbacks(model, KNOTS, rows, design=space)
+    xx, xp, pp = callbacks["torque"].adjoint_derivatives(knots, phi, lam)
+    theirs = _derivatives(sx_functions(model, KNOTS, rows)["torque"], knots.ravel(), lam.ravel())
+    w = 3 * n
+    for k in range(KNOTS):
+        block = theirs[2][w * k : w * k + w, w * k : w * k + w]
+        assert np.abs(xx[k] - block).max() <= 1e-9 * max(np.abs(block).max(), 1.0)
+    assert not pp.any()
+
+    def adjoint_by_phi(x):
+        state = x[:n][None], x[n : 2 * n][None], x[2 * n :][None]
+        return torque_regressor(model, *state)[0].T @ lam[0]
+
+    difference = central_differences(adjoint_by_phi, knots[0], 1e-6)  # (10 n, 3 n)
+    assert np.abs(xp[0] - difference.T).max() <= 1e-6 * np.abs(difference).max()
+
+
 @pytest.fixture(scope="module")
 def space() -> DesignSpace:
     design = FiveBarDesign.from_toml(shipped("models") / "fivebar" / "design.toml")

@@ -23,10 +23,11 @@ is at most quadratic (velocities and accelerations in inverse dynamics and
 in the closures' velocity and acceleration levels) the Jacobian is at most
 quadratic too, so its central difference is exact for any step: a unit step
 there leaves only rounding; elsewhere the step is ``STEP``.
-The lam part is the analytic Jacobian. A callback without a shared input
-may instead be given ``second_derivatives(X, lam) -> (K, n, n)``, the exact
-blocks (:mod:`workbench.ocp.model_sx`: CasADi AD of the same functions in
-SX); then no differences are taken.
+The lam part is the analytic Jacobian. A callback may instead be given
+``second_derivatives(X, P, lam)``, the exact blocks as
+:meth:`BatchedCallback.adjoint_derivatives` returns them
+(:mod:`workbench.ocp.model_sx`: CasADi AD of the same functions in SX);
+then no differences are taken.
 
 With ``finite_differences=True`` the same callback offers no Jacobian and
 CasADi falls back to its own finite differences (used by the benchmark).
@@ -78,7 +79,7 @@ class BatchedCallback(_Buffered):
         affine_inputs: Sequence[int] = (),
         affine_shared: bool = False,
         quadratic_inputs: Sequence[int] = (),
-        second_derivatives: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+        second_derivatives: Evaluate | None = None,
     ):
         ca.Callback.__init__(self)
         self.evaluate = evaluate
@@ -89,8 +90,6 @@ class BatchedCallback(_Buffered):
         # quadratic (whatever the step): a unit step there leaves only rounding
         self.steps = np.where(np.isin(np.arange(n_in), quadratic_inputs), 1.0, STEP)
         self.affine_shared = affine_shared
-        if second_derivatives is not None and n_shared:
-            raise ValueError("exact second derivatives are for callbacks without a shared input")
         self.second_derivatives = second_derivatives
         self._cache_key: bytes | None = None
         self._cache: tuple[np.ndarray, ...] = ()
@@ -195,7 +194,7 @@ class BatchedCallback(_Buffered):
         """
         if self.second_derivatives is not None:
             self.raise_if_failed()
-            return (self.second_derivatives(X, lam),)
+            return self.second_derivatives(X, P, lam)
         n, m, K = self.n_in, self.n_shared, self.knots
 
         def difference(dX, dP):

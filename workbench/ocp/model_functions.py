@@ -16,10 +16,10 @@ all knots with the analytic Jacobian):
 * ``task``: the tool's task vector at the last knot and its partials.
 
 Second derivatives (IPOPT's Hessian of the Lagrangian) are exact: CasADi AD
-of the same functions in SX (:mod:`workbench.ocp.model_sx`), except for the
-torque with a design space (its inertias are an input there), which keeps
-the bridge's central differences of the analytic Jacobians, as do all
-callbacks with ``exact_hessian=False``.
+of the same functions in SX (:mod:`workbench.ocp.model_sx`; with a design
+space the torque's by the state and the links' phi too); the design map
+p -> phi keeps the bridge's central differences of its analytic Jacobian,
+as do all callbacks with ``exact_hessian=False``.
 """
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ def model_callbacks(
     """Torque, closure and task callbacks (module docstring); "design" maps p to phi."""
     n, a = model.n, len(model.active)
 
-    def exact(name: str, shared: bool = False):
-        if not exact_hessian or finite_differences or shared:
+    def exact(name: str, design: bool = False):
+        if not exact_hessian or finite_differences:
             return None
-        return lagrangian_hessians(model, rows, name)
+        return lagrangian_hessians(model, rows, name, design)
 
     phi_size = 10 * n
 

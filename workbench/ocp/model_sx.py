@@ -32,6 +32,7 @@ import numpy as np
 
 from workbench.closed_chains.model import ClosedChain
 from workbench.excitation.twist_sx import _exp_joint, torque_expression
+from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.sx_compiler import compiled
 
@@ -70,8 +71,11 @@ def closure_residual(kind: str, A: tuple, B: tuple):
     }[kind]
 
 
-def knot_expressions(model: ClosedChain, rows: np.ndarray, x) -> dict:
-    """Torque, closure levels (SX of x (3 n,)) and task vector (SX of q) of one knot."""
+def knot_expressions(model: ClosedChain, rows: np.ndarray, x, phi=None) -> dict:
+    """Torque, closure levels (SX of x (3 n,)) and task vector (SX of q) of one knot.
+
+    ``phi`` (SX, 10 n): the links' inertial parameters (default the model's).
+    """
     tree, n = model.tree, model.n
     active = [int(j) for j in model.active]
     passive = [int(j) for j in model.passive]
@@ -95,7 +99,11 @@ def knot_expressions(model: ClosedChain, rows: np.ndarray, x) -> dict:
         S[j, k] = 1
     for k, j in enumerate(passive):
         S[j, :] = S_p[k, :]
-    tau = S.T @ torque_expression(tree, ca.SX.zeros(6 * n), q, dq, ddq)
+    inertias = None
+    if phi is not None:  # G is linear in phi: G(phi) = sum_k phi_k G(e_k)
+        basis = [ca.DM(G) for G in matrix_from_phi(np.eye(10))]
+        inertias = [sum(phi[10 * i + k] * basis[k] for k in range(10)) for i in range(n)]
+    tau = S.T @ torque_expression(tree, ca.SX.zeros(6 * n), q, dq, ddq, inertias)
     velocity = K @ dq
     acceleration = K @ ddq + ca.jtimes(velocity, q, dq)
     r = [int(i) for i in rows]
@@ -108,48 +116,69 @@ def knot_expressions(model: ClosedChain, rows: np.ndarray, x) -> dict:
 
 
 @functools.lru_cache(maxsize=16)
-def knot_functions(model: ClosedChain, rows: tuple[int, ...]) -> dict[str, ca.Function]:
+def knot_functions(
+    model: ClosedChain, rows: tuple[int, ...], design: bool = False
+) -> dict[str, ca.Function]:
     """Per-knot SX functions: name -> (x, lam) -> (Y, sum_a lam_a d^2 Y_a / dx^2).
 
-    x is (q, dq, ddq) (3 n) for "torque" and "closure", q (n) for "task".
+    x is (q, dq, ddq) (3 n) for "torque" and "closure", q (n) for "task". With
+    ``design`` the torque takes the links' phi (10 n) too, ``(x, phi, lam) ->
+    (Y, d^2 / dx^2, d^2 / dx dphi)`` (the torque is linear in phi).
     """
     n = model.n
     x = ca.SX.sym("x", 3 * n)
-    expressions = knot_expressions(model, np.array(rows, dtype=int), x)
+    phi = ca.SX.sym("phi", 10 * n) if design else None
+    expressions = knot_expressions(model, np.array(rows, dtype=int), x, phi)
     out = {}
     for name, y in expressions.items():
         variables = x[:n] if name == "task" else x  # the task depends on q only
         lam = ca.SX.sym("lam", y.numel())
-        hessian = ca.densify(ca.hessian(ca.dot(lam, y), variables)[0])
-        out[name] = ca.Function(name, [variables, lam], [y, hessian])
+        gradient = ca.gradient(ca.dot(lam, y), variables)
+        hessian = ca.densify(ca.jacobian(gradient, variables))
+        if name == "torque" and design:
+            mixed = ca.densify(ca.jacobian(gradient, phi))
+            out[name] = ca.Function(name, [variables, phi, lam], [y, hessian, mixed])
+        else:
+            out[name] = ca.Function(name, [variables, lam], [y, hessian])
     return out
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(model: ClosedChain, rows: tuple[int, ...], name: str) -> ca.Function:
-    return compiled(knot_functions(model, rows)[name])
+def _compiled(model: ClosedChain, rows: tuple[int, ...], name: str, design: bool) -> ca.Function:
+    return compiled(knot_functions(model, rows, design)[name])
 
 
-def lagrangian_hessians(model: ClosedChain, rows: np.ndarray, name: str):
-    """``(X (K, w), lam (K, o)) -> (K, w, w)``: ``sum_a lam_a d^2 Y_a / dx^2`` at every knot.
+def lagrangian_hessians(model: ClosedChain, rows: np.ndarray, name: str, design: bool = False):
+    """``(X (K, w), P, lam (K, o)) -> blocks``: ``sum_a lam_a d^2 Y_a / dx^2`` (K, w, w) at
+    every knot, as :meth:`workbench.ocp.bridge.BatchedCallback.adjoint_derivatives`
+    returns it; with ``design`` (the torque with the links' phi P (10 n) shared by all
+    knots) also the mixed blocks (K, w, 10 n) and the zero phi-phi block.
 
     ``name`` is "torque", "closure" or "task" (:func:`knot_functions`),
     compiled to C (:mod:`workbench.ocp.sx_compiler`).
     """
-    function = _compiled(model, tuple(int(i) for i in rows), name)
+    function = _compiled(model, tuple(int(i) for i in rows), name, design)
     buffers: dict[int, tuple] = {}
 
-    def evaluate(X: Array, lam: Array) -> Array:
+    def evaluate(X: Array, P: Array, lam: Array) -> tuple[Array, ...]:
         K, w = X.shape
         if K not in buffers:  # copy-free evaluation of the map over K knots
             buffers[K] = function.map(K).buffer()
         buffer, run = buffers[K]
-        X, lam = np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(lam, dtype=float)
-        out = np.empty((K, w, w))  # column-major (w, w K): out[k] is the (symmetric) block
-        buffer.set_arg(0, memoryview(X))
-        buffer.set_arg(1, memoryview(lam))
-        buffer.set_res(1, memoryview(out))
+        arguments = [np.ascontiguousarray(X, dtype=float)]
+        if design:
+            arguments.append(np.ascontiguousarray(np.tile(P, (K, 1)), dtype=float))
+        arguments.append(np.ascontiguousarray(lam, dtype=float))
+        for i, argument in enumerate(arguments):
+            buffer.set_arg(i, memoryview(argument))
+        hessian = np.empty((K, w, w))  # column-major (w, w K): [k] is the symmetric block
+        buffer.set_res(1, memoryview(hessian))
+        if not design:
+            run()
+            return (hessian,)
+        mixed = np.empty((K, P.size, w))  # column-major (w, m K): [k] is the block's transpose
+        buffer.set_res(2, memoryview(mixed))
         run()
-        return out
+        return hessian, np.swapaxes(mixed, 1, 2), np.zeros((P.size, P.size))
 
     return evaluate
