@@ -1,12 +1,13 @@
 """The CasADi bridge and the design map against CasADi AD, finite differences and physics.
 
-The batched callbacks hand IPOPT analytic Jacobians and second derivatives
-from central differences of them (exact along velocities and accelerations,
-in which the maps are at most quadratic; 1e-10 relative along positions);
-here they are compared with CasADi's own AD of the pure-SX model functions
+The batched callbacks hand IPOPT analytic Jacobians and second derivatives,
+either exact (CasADi AD of workbench.ocp.model_sx) or from central
+differences of the Jacobians (exact along velocities and accelerations, in
+which the maps are at most quadratic; 1e-10 relative along positions);
+here both are compared with CasADi's own AD of the pure-SX model functions
 (workbench/testing/ocp_reference.py, written out
 independently of workbench.closed_chains) on random closed states and
-multipliers, on the spherical and the planar five-bar. The design map
+multipliers, on every shipped closed chain. The design map
 p -> link phi is compared with central differences, and the closed chain's
 torque regressor with its torques.
 """
@@ -29,12 +30,13 @@ from workbench.closed_chains.kinematics import (
 from workbench.fivebar_design import FiveBarDesign
 from workbench.ocp.design import DesignSpace, DesignVariable
 from workbench.ocp.model_functions import model_callbacks
+from workbench.ocp.model_sx import knot_functions
 from workbench.resources import shipped
 from workbench.testing import central_differences
 from workbench.testing.ocp_reference import sx_functions
 
 KNOTS = 6
-MODELS = ["fivebar", "planar_fivebar"]
+MODELS = ["fivebar", "planar_fivebar", "fourbar", "delta"]
 
 
 def closed_knots(model, seed: int = 7) -> np.ndarray:
@@ -58,13 +60,14 @@ def _derivatives(function: ca.Function, x: np.ndarray, lam: np.ndarray):
     return [np.asarray(ca.DM(v)) for v in values]
 
 
+@pytest.mark.parametrize("exact_hessian", [True, False], ids=["exact", "differences"])
 @pytest.mark.parametrize("model_name", MODELS)
 @pytest.mark.parametrize("name", ["torque", "closure"])
-def test_callback_derivatives_match_casadi_ad(model_name, name):
+def test_callback_derivatives_match_casadi_ad(model_name, name, exact_hessian):
     model = load(model_name)
     knots = closed_knots(model)
     rows = independent_rows(model)
-    callbacks = model_callbacks(model, KNOTS, rows)
+    callbacks = model_callbacks(model, KNOTS, rows, exact_hessian=exact_hessian)
     reference = sx_functions(model, KNOTS, rows)
     rng = np.random.default_rng(3)
     x = knots.ravel()
@@ -83,16 +86,67 @@ def test_callback_derivatives_match_casadi_ad(model_name, name):
     assert not H.any()
 
 
+@pytest.mark.parametrize("exact_hessian", [True, False], ids=["exact", "differences"])
 @pytest.mark.parametrize("model_name", MODELS)
-def test_task_callback_matches_casadi_ad(model_name):
+def test_task_callback_matches_casadi_ad(model_name, exact_hessian):
     model = load(model_name)
     q = closed_knots(model)[0, : model.n]
     rows = independent_rows(model)
     lam = np.random.default_rng(4).normal(size=3)
-    ours = _derivatives(model_callbacks(model, KNOTS, rows)["task"], q, lam)
+    callbacks = model_callbacks(model, KNOTS, rows, exact_hessian=exact_hessian)
+    ours = _derivatives(callbacks["task"], q, lam)
     theirs = _derivatives(sx_functions(model, KNOTS, rows)["task"], q, lam)
-    for a, b, tol in zip(ours, theirs, (1e-14, 1e-12, 1e-8), strict=True):
+    hessian_tolerance = 1e-11 if exact_hessian else 1e-8
+    for a, b, tol in zip(ours, theirs, (1e-14, 1e-12, hessian_tolerance), strict=True):
         assert np.abs(a - b).max() <= tol * max(np.abs(b).max(), 1.0)
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+def test_sx_model_values_are_the_kernels(model_name):
+    """workbench.ocp.model_sx differentiates the functions the kernels evaluate."""
+    model = load(model_name)
+    knots = closed_knots(model)
+    knots[:, : model.n] += np.random.default_rng(5).normal(scale=0.05, size=(KNOTS, model.n))
+    rows = independent_rows(model)
+    functions = knot_functions(model, tuple(int(i) for i in rows))
+    callbacks = model_callbacks(model, KNOTS, rows)
+    for name in ("torque", "closure"):
+        ours = np.asarray(callbacks[name](knots.ravel())).reshape(KNOTS, -1)
+        zero = np.zeros(ours.shape[1])
+        sx = np.stack([np.asarray(functions[name](x, zero)[0]).ravel() for x in knots])
+        np.testing.assert_allclose(sx, ours, rtol=0, atol=1e-11 * max(np.abs(ours).max(), 1))
+    q = knots[-1, : model.n]
+    np.testing.assert_allclose(
+        np.asarray(functions["task"](q, np.zeros(3))[0]).ravel(),
+        np.asarray(callbacks["task"](q)).ravel(), rtol=0, atol=1e-12,
+    )  # fmt: skip
+
+
+def test_design_torque_second_derivatives(space):
+    """With the links' phi an input: the state block at the model's own phi is CasADi's AD
+    of the independent SX reference; the mixed block is the state derivative of the
+    analytic regressor's J_phi^T lam = Y^T lam (central differences), and phi-phi is 0."""
+    model = load("fivebar")
+    knots = closed_knots(model)
+    rows = independent_rows(model)
+    n, phi = model.n, model.tree.phi.ravel()
+    rng = np.random.default_rng(6)
+    lam = rng.normal(size=(KNOTS, len(model.active)))
+    callbacks = model_callbacks(model, KNOTS, rows, design=space)
+    xx, xp, pp = callbacks["torque"].adjoint_derivatives(knots, phi, lam)
+    theirs = _derivatives(sx_functions(model, KNOTS, rows)["torque"], knots.ravel(), lam.ravel())
+    w = 3 * n
+    for k in range(KNOTS):
+        block = theirs[2][w * k : w * k + w, w * k : w * k + w]
+        assert np.abs(xx[k] - block).max() <= 1e-9 * max(np.abs(block).max(), 1.0)
+    assert not pp.any()
+
+    def adjoint_by_phi(x):
+        state = x[:n][None], x[n : 2 * n][None], x[2 * n :][None]
+        return torque_regressor(model, *state)[0].T @ lam[0]
+
+    difference = central_differences(adjoint_by_phi, knots[0], 1e-6)  # (10 n, 3 n)
+    assert np.abs(xp[0] - difference.T).max() <= 1e-6 * np.abs(difference).max()
 
 
 @pytest.fixture(scope="module")

@@ -67,8 +67,11 @@ def _exp_joint(A, theta, prismatic: bool):
     return R, p
 
 
-def torque_expression(chain: Chain, eta, q, dq, ddq):
-    """tau (n,) as an SX expression of eta (6n,) and the state (module docstring)."""
+def torque_expression(chain: Chain, eta, q, dq, ddq, inertias=None):
+    """tau (n,) as an SX expression of eta (6n,) and the state (module docstring).
+
+    ``inertias``: the links' spatial inertias G_i (SX 6x6 each), default the chain's.
+    """
     n = chain.n
     prismatic = [k == "prismatic" for k in chain.joint_kinds]
     R = [None] * n
@@ -90,7 +93,8 @@ def torque_expression(chain: Chain, eta, q, dq, ddq):
         V[i] = Vp + S[i] * dq[i]
         a[i] = ap + S[i] * ddq[i] + _ad(V[i]) @ S[i] * dq[i]
         Xinv = _Ad(R[i].T, -R[i].T @ P[i])  # Ad_{T_i}^{-1}
-        I = Xinv.T @ ca.DM(chain.inertias[i]) @ Xinv
+        G = ca.DM(chain.inertias[i]) if inertias is None else inertias[i]
+        I = Xinv.T @ G @ Xinv
         f[i] = I @ a[i] - _ad(V[i]).T @ I @ V[i]
     F = list(f)
     tau = [None] * n

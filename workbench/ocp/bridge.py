@@ -23,7 +23,11 @@ is at most quadratic (velocities and accelerations in inverse dynamics and
 in the closures' velocity and acceleration levels) the Jacobian is at most
 quadratic too, so its central difference is exact for any step: a unit step
 there leaves only rounding; elsewhere the step is ``STEP``.
-The lam part is the analytic Jacobian.
+The lam part is the analytic Jacobian. A callback may instead be given
+``second_derivatives(X, P, lam)``, the exact blocks as
+:meth:`BatchedCallback.adjoint_derivatives` returns them
+(:mod:`workbench.ocp.model_sx`: CasADi AD of the same functions in SX);
+then no differences are taken.
 
 With ``finite_differences=True`` the same callback offers no Jacobian and
 CasADi falls back to its own finite differences (used by the benchmark).
@@ -40,7 +44,27 @@ Evaluate = Callable[..., tuple[np.ndarray, ...]]
 STEP = 1e-6  # central-difference step of the second derivatives (inputs of O(1))
 
 
-class BatchedCallback(ca.Callback):
+class _Buffered(ca.Callback):
+    """Numeric evaluation on CasADi's raw buffers (no DM conversions, which cost more than
+    the model on a hundred knots): subclasses map the inputs (dense arrays) to the
+    structural nonzeros of each output in CasADi's column-major order."""
+
+    def has_eval_buffer(self) -> bool:
+        return True
+
+    def eval_buffer(self, arg, res) -> int:
+        # copies: CasADi reuses its buffers, and the callbacks cache by their inputs
+        inputs = [np.frombuffer(a, dtype=float).copy() for a in arg]
+        for buffer, nonzeros in zip(res, self.nonzeros(inputs), strict=True):
+            if buffer is not None:
+                np.frombuffer(buffer, dtype=float)[:] = nonzeros
+        return 0
+
+    def nonzeros(self, arg: list[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+
+class BatchedCallback(_Buffered):
     """A CasADi function of (vec(X), P) backed by a batched numpy evaluation."""
 
     def __init__(
@@ -55,6 +79,7 @@ class BatchedCallback(ca.Callback):
         affine_inputs: Sequence[int] = (),
         affine_shared: bool = False,
         quadratic_inputs: Sequence[int] = (),
+        second_derivatives: Evaluate | None = None,
     ):
         ca.Callback.__init__(self)
         self.evaluate = evaluate
@@ -65,6 +90,7 @@ class BatchedCallback(ca.Callback):
         # quadratic (whatever the step): a unit step there leaves only rounding
         self.steps = np.where(np.isin(np.arange(n_in), quadratic_inputs), 1.0, STEP)
         self.affine_shared = affine_shared
+        self.second_derivatives = second_derivatives
         self._cache_key: bytes | None = None
         self._cache: tuple[np.ndarray, ...] = ()
         self.evaluations = 0
@@ -106,6 +132,13 @@ class BatchedCallback(ca.Callback):
             self._cache_key = key
         return self._cache
 
+    def raise_if_failed(self) -> None:
+        """Raise the Ctrl-C or the error an earlier evaluation met (see :meth:`run_model`)."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+        if self.error is not None:
+            raise self.error
+
     def run_model(self, X: np.ndarray, P: np.ndarray, jacobian: bool) -> tuple[np.ndarray, ...]:
         """``evaluate`` that remembers a Ctrl-C or an error (CasADi turns both into an
         evaluation failure and would go on).
@@ -113,10 +146,7 @@ class BatchedCallback(ca.Callback):
         After the first one every further call raises too, so that IPOPT stops
         at once; the caller checks ``interrupted`` and ``error`` after the solve.
         """
-        if self.interrupted:
-            raise KeyboardInterrupt
-        if self.error is not None:
-            raise self.error
+        self.raise_if_failed()
         try:
             return self.evaluate(X, P, jacobian)
         except KeyboardInterrupt:
@@ -126,9 +156,8 @@ class BatchedCallback(ca.Callback):
             self.error = exc
             raise
 
-    def eval(self, arg):
-        Y = self._evaluate(*self._arguments(arg))[0]
-        return [ca.DM(Y.reshape(-1, 1))]
+    def nonzeros(self, arg):
+        return [self._evaluate(*self._arguments(arg))[0].ravel()]
 
     # ------------------------------------------------------------ Jacobian
     def has_jacobian(self) -> bool:
@@ -156,12 +185,16 @@ class BatchedCallback(ca.Callback):
     def adjoint_derivatives(
         self, X: np.ndarray, P: np.ndarray, lam: np.ndarray
     ) -> tuple[np.ndarray, ...]:
-        """Derivatives of :meth:`adjoint` by X and P, by central differences of the Jacobians.
+        """Derivatives of :meth:`adjoint` by X and P: ``second_derivatives`` when given,
+        else central differences of the Jacobians.
 
         Returns d(J_X^T lam)/dX (K, n, n), and with a shared input also
         d(J_X^T lam)/dP (K, n, m) (whose transpose is d(J_P^T lam)/dX, knot by
         knot) and d(J_P^T lam)/dP (m, m); the X-X and P-P blocks are symmetrised.
         """
+        if self.second_derivatives is not None:
+            self.raise_if_failed()
+            return self.second_derivatives(X, P, lam)
         n, m, K = self.n_in, self.n_shared, self.knots
 
         def difference(dX, dP):
@@ -213,7 +246,7 @@ class BatchedCallback(ca.Callback):
         return sparsity, np.asarray(mapping)
 
 
-class _BatchedJacobian(ca.Callback):
+class _BatchedJacobian(_Buffered):
     """The Jacobian function CasADi asks a BatchedCallback for: (X, P, Y) -> (dY/dX, dY/dP)."""
 
     def __init__(self, name: str, parent: BatchedCallback, opts):
@@ -238,14 +271,9 @@ class _BatchedJacobian(ca.Callback):
     def get_sparsity_out(self, i: int) -> ca.Sparsity:
         return self.patterns[i][0]
 
-    def eval(self, arg):
+    def nonzeros(self, arg):
         jacobians = self.parent.jacobians(*self.parent._arguments(arg))
-        out = []
-        for (sparsity, mapping), J in zip(self.patterns, jacobians, strict=True):
-            values = np.empty(sparsity.nnz())
-            values[mapping] = J.ravel()
-            out.append(ca.DM(sparsity, values))
-        return out
+        return [_nonzeros(p, J) for p, J in zip(self.patterns, jacobians, strict=True)]
 
 
 def _contract(jacobians: list[np.ndarray], lam: np.ndarray, per_knot: bool = False):
@@ -284,14 +312,15 @@ def _stacked(knots: int, rows: int, cols: int, transpose: bool) -> tuple[ca.Spar
     return sparsity, np.asarray(mapping)
 
 
-def _to_dm(pattern: tuple[ca.Sparsity, np.ndarray], values: np.ndarray) -> ca.DM:
+def _nonzeros(pattern: tuple[ca.Sparsity, np.ndarray], values: np.ndarray) -> np.ndarray:
+    """The nonzeros of ``values`` (its pattern's triplets in C order) in CasADi's order."""
     sparsity, mapping = pattern
     nz = np.empty(sparsity.nnz())
     nz[mapping] = values.ravel()
-    return ca.DM(sparsity, nz)
+    return nz
 
 
-class _BatchedAdjoint(ca.Callback):
+class _BatchedAdjoint(_Buffered):
     """Reverse mode of a BatchedCallback: (X, [P], Y, lam) -> (J_X^T lam, [J_P^T lam])."""
 
     def __init__(self, name: str, parent: BatchedCallback, opts):
@@ -342,8 +371,8 @@ class _BatchedAdjoint(ca.Callback):
         lam = np.asarray(arg[-1], dtype=float).reshape(self.parent.knots, self.parent.n_out)
         return X, P, lam
 
-    def eval(self, arg):
-        return [ca.DM(a.reshape(-1, 1)) for a in self.parent.adjoint(*self._arguments(arg))]
+    def nonzeros(self, arg):
+        return [a.ravel() for a in self.parent.adjoint(*self._arguments(arg))]
 
     def has_jacobian(self) -> bool:
         return True
@@ -353,7 +382,7 @@ class _BatchedAdjoint(ca.Callback):
         return self._jacobian
 
 
-class _BatchedAdjointJacobian(ca.Callback):
+class _BatchedAdjointJacobian(_Buffered):
     """Jacobian of :class:`_BatchedAdjoint`: blocks (adjoint output) x (X, [P], Y, lam).
 
     By X and P: :meth:`BatchedCallback.adjoint_derivatives`; by the nominal
@@ -381,7 +410,7 @@ class _BatchedAdjointJacobian(ca.Callback):
     def get_sparsity_out(self, i: int) -> ca.Sparsity:
         return self.adjoint.block_sparsity(self.keys[i])
 
-    def eval(self, arg):
+    def nonzeros(self, arg):
         X, P, lam = self.adjoint._arguments(arg[: self.adjoint.get_n_in()])
         second = self.parent.adjoint_derivatives(X, P, lam)
         jacobians = self.parent.jacobians(X, P)
@@ -392,8 +421,6 @@ class _BatchedAdjointJacobian(ca.Callback):
             values["p", "lam"] = jacobians[1]  # (K, o, m) stacked, transposed
         patterns = self.adjoint.patterns
         return [
-            _to_dm(patterns[key], values[key])
-            if key in patterns
-            else ca.DM(self.adjoint.block_sparsity(key))
+            _nonzeros(patterns[key], values[key]) if key in patterns else np.zeros(0)
             for key in self.keys
         ]

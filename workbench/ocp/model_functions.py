@@ -14,6 +14,12 @@ all knots with the analytic Jacobian):
   Jacobian blocks ``d/dq = (K_I, c''_I[., dq], c''_I[., ddq] + c'''_I[dq, dq, .])``,
   ``d/d dq = (0, K_I, 2 c''_I[., dq])``, ``d/d ddq = (0, 0, K_I)``;
 * ``task``: the tool's task vector at the last knot and its partials.
+
+Second derivatives (IPOPT's Hessian of the Lagrangian) are exact: CasADi AD
+of the same functions in SX (:mod:`workbench.ocp.model_sx`; with a design
+space the torque's by the state and the links' phi too); the design map
+p -> phi keeps the bridge's central differences of its analytic Jacobian,
+as do all callbacks with ``exact_hessian=False``.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from workbench.closed_chains.task_space import task
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.bridge import BatchedCallback
+from workbench.ocp.model_sx import lagrangian_hessians
 
 
 def closure_levels(model: ClosedChain, rows: np.ndarray, X: Array, jacobian: bool):
@@ -77,10 +84,21 @@ def load_kernels(model: ClosedChain, rows: np.ndarray, q: Array, design=None) ->
 
 
 def model_callbacks(
-    model: ClosedChain, knots: int, rows: np.ndarray, design=None, finite_differences=False
+    model: ClosedChain,
+    knots: int,
+    rows: np.ndarray,
+    design=None,
+    finite_differences: bool = False,
+    exact_hessian: bool = True,
 ) -> dict[str, BatchedCallback]:
     """Torque, closure and task callbacks (module docstring); "design" maps p to phi."""
     n, a = model.n, len(model.active)
+
+    def exact(name: str, design: bool = False):
+        if not exact_hessian or finite_differences:
+            return None
+        return lagrangian_hessians(model, rows, name, design)
+
     phi_size = 10 * n
 
     def torque(X, P, jacobian):
@@ -113,13 +131,16 @@ def model_callbacks(
         "torque": BatchedCallback(
             "torque", torque, knots, 3 * n, a, n_shared=0 if design is None else phi_size,
             finite_differences=fd, affine_inputs=accelerations, affine_shared=True,
-            quadratic_inputs=rates,
+            quadratic_inputs=rates, second_derivatives=exact("torque", design is not None),
         ),
         "closure": BatchedCallback(
             "closure", closure, knots, 3 * n, 3 * len(rows), finite_differences=fd,
             affine_inputs=accelerations, quadratic_inputs=rates,
+            second_derivatives=exact("closure"),
         ),
-        "task": BatchedCallback("task", task_vector, 1, n, 3, finite_differences=fd),
+        "task": BatchedCallback(
+            "task", task_vector, 1, n, 3, finite_differences=fd, second_derivatives=exact("task")
+        ),
     }  # fmt: skip
     if design is not None:
         functions["design"] = BatchedCallback(

@@ -87,6 +87,40 @@ def ipopt_options(
     return options
 
 
+def stagewise_solver(
+    name: str, nlp: dict, structure: dict, tolerance: float, max_iterations: int, progress: bool
+):
+    """FATROP, or SQP with HPIPM's QPs, on a stage-ordered NLP (:mod:`workbench.ocp.stages`).
+
+    ``structure`` holds N, nx, nu, ng (stage sizes) and FATROP's ``equality``
+    flags; both use the exact Hessian, SQP convexified by regularisation.
+    """
+    sizes = {key: structure[key] for key in ("N", "nx", "nu", "ng")}
+    if name == "fatrop":
+        options = {
+            **sizes,
+            "structure_detection": "manual",
+            "equality": structure["equality"],
+            "fatrop": {"tol": tolerance, "max_iter": max_iterations,
+                       "print_level": 10 if progress else 0},
+            "print_time": False,
+        }  # fmt: skip
+        return ca.nlpsol("reach", "fatrop", nlp, options)
+    options = {
+        "qpsol": "hpipm",
+        "qpsol_options": {**sizes, "error_on_fail": False, "hpipm": {"iter_max": 100}},
+        "convexify_strategy": "regularize",
+        "max_iter": max_iterations,
+        "tol_du": tolerance,
+        "tol_pr": 1e-10,
+        "print_header": progress,
+        "print_iteration": progress,
+        "print_status": progress,
+        "print_time": False,
+    }
+    return ca.nlpsol("reach", "sqpmethod", nlp, options)
+
+
 def status(return_status: str) -> str:
     """ "solved", "infeasible" or "failed" from IPOPT's return status."""
     if return_status in SOLVED:

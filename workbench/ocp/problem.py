@@ -16,6 +16,8 @@ and the task; every key but ``start`` and ``goal`` has a default::
     tolerance = 1e-9
     max_iterations = 1000
     barrier = "adaptive"       # IPOPT's barrier update: "adaptive" or "monotone"
+    name = "ipopt"             # or "fatrop", "sqpmethod-hpipm" (stage-wise; fixed duration,
+                               # no design: workbench.ocp.stages)
     [design]                   # optional co-design (the spherical five-bar only)
     file = "../models/fivebar/design.toml"   # the design file (default the shipped one)
     mass_budget = 0.75
@@ -41,6 +43,7 @@ from workbench.ocp.design import DesignSpace
 # A longer reaching motion is a typo (seconds for milliseconds?), not a problem to solve.
 MAX_DURATION = 3600.0
 BARRIERS = ("adaptive", "monotone")  # IPOPT's mu_strategy (workbench.ocp.nlp.ipopt_options)
+SOLVERS = ("ipopt", "fatrop", "sqpmethod-hpipm")  # workbench.ocp.nlp.solver
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class ReachProblem:
     tolerance: float = 1e-9
     max_iterations: int = 1000
     barrier: str = "adaptive"
+    solver: str = "ipopt"
     source: str = "<built-in>"
     design: object | None = None
 
@@ -104,6 +108,7 @@ class ReachProblem:
         tolerance = solver.number("tolerance", 1e-9, positive=True)
         max_iterations = solver.integer("max_iterations", 1000, minimum=1)
         barrier = solver.string("barrier", "adaptive", choices=BARRIERS)
+        solver_name = solver.string("name", "ipopt", choices=SOLVERS)
         design = None
         if "design" in top:
             design = DesignSpace.from_section(top.section("design"), model, base)
@@ -121,6 +126,7 @@ class ReachProblem:
             tolerance=tolerance,
             max_iterations=max_iterations,
             barrier=barrier,
+            solver=solver_name,
             source=source,
             design=design,
         )

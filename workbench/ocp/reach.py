@@ -63,10 +63,12 @@ from workbench.ocp.nlp import (
     Constraints,
     interrupt_warnings_dropped,
     ipopt_options,
+    stagewise_solver,
     status,
     violation,
 )
 from workbench.ocp.problem import ReachProblem, ReachResult
+from workbench.ocp.stages import transcribe_stagewise
 
 # memory per knot and squared state size (3 n), measured on the five-bar (about 650 bytes at
 # 100 to 1600 knots), rounded up
@@ -164,6 +166,20 @@ def transcribe(
     }
 
 
+def _stagewise(problem, model, functions, q_start, q_goal, goal, t, progress) -> tuple:
+    """The stage-ordered NLP, its FATROP or SQP-HPIPM solver and initial guess."""
+    sign = 1.0 if problem.solver == "fatrop" else -1.0  # the gaps' sign each wants
+    nlp = transcribe_stagewise(
+        problem, model, functions, q_start, goal, goal_rows(model, q_goal), sign
+    )
+    x0 = nlp["from_knots"](_warm_start(problem, model, q_start, q_goal, t))
+    solver = stagewise_solver(
+        problem.solver, nlp["nlp"], nlp["structure"], problem.tolerance,
+        problem.max_iterations, progress,
+    )  # fmt: skip
+    return nlp, solver, x0
+
+
 def state_bounds(model: ClosedChain) -> tuple[Array, Array]:
     """Bounds on (q, dq, ddq) per knot: joint limits and velocity limits of the tree."""
     tree = model.tree
@@ -228,17 +244,20 @@ def solve(
     design = problem.design
     rows = independent_rows(model, q_start)
     built = functions(model, K, rows, design)  # CasADi holds callbacks weakly: keep them
-    nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
-    x0 = _warm_start(problem, model, q_start, q_goal, t).ravel()
-    if problem.minimum_time:
-        x0 = np.append(x0, problem.duration)
-    if design is not None:
-        x0 = np.append(x0, np.zeros(design.size))
-    options = ipopt_options(
-        problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None,
-        problem.barrier,
-    )  # fmt: skip
-    solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
+    if problem.solver != "ipopt":
+        nlp, solver, x0 = _stagewise(problem, model, built, q_start, q_goal, goal, t, progress)
+    else:
+        nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
+        x0 = _warm_start(problem, model, q_start, q_goal, t).ravel()
+        if problem.minimum_time:
+            x0 = np.append(x0, problem.duration)
+        if design is not None:
+            x0 = np.append(x0, np.zeros(design.size))
+        options = ipopt_options(
+            problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None,
+            problem.barrier,
+        )  # fmt: skip
+        solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
     load_kernels(model, rows, q_start, design)  # compiled or loaded before timing
     started = time.perf_counter()
     seen = interrupts_received()
@@ -254,10 +273,14 @@ def solve(
     x = np.asarray(sol["x"]).ravel()
     duration = float(x[3 * model.n * K]) if problem.minimum_time else problem.duration
     X = x[: 3 * model.n * K].reshape(K, 3 * model.n)
-    text = stats["return_status"]
+    text = str(stats["return_status"])
+    solved = status(text)
+    if problem.solver != "ipopt":
+        X = np.asarray(nlp["to_knots"](x)).T
+        solved = "solved" if stats["success"] else "failed"
     n = model.n
     result = ReachResult(
-        status=status(text),
+        status=solved,
         message=text,
         t=np.linspace(0.0, duration, K),
         q=X[:, :n],
