@@ -27,12 +27,13 @@ from workbench.calibration.validation import Folds
 from workbench.chain import PRISMATIC, REVOLUTE, Chain
 from workbench.closed_chains import load
 from workbench.closed_chains.derivatives import closed_chain_derivatives
-from workbench.closed_chains.kinematics import accelerations
+from workbench.closed_chains.kinematics import accelerations, independent_rows
 from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import torque_regressor
 from workbench.dynamics.time_derivatives import time_derivatives
 from workbench.mesh import mass_properties
+from workbench.ocp.model_functions import model_callbacks
 
 
 def warm_up(closed_chains: bool = True) -> None:
@@ -59,6 +60,9 @@ def warm_up(closed_chains: bool = True) -> None:
         home = model.home[None]
         accelerations(model, home, 0 * home, np.zeros((1, len(model.active))))
         closed_chain_derivatives(model, home, 0 * home, 0 * home)
+        # the default reach's exact second derivatives, compiled to C (workbench.ocp.sx_compiler)
+        fivebar = load("fivebar")
+        model_callbacks(fivebar, 2, independent_rows(fivebar, fivebar.home))
 
 
 def tiny_chain() -> Chain:
