@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from workbench.viz.plots import FIGSIZE, _save
+from workbench.viz.plots import _save, joint_grid
 
 
 def plot_payload_torques(
@@ -31,15 +30,8 @@ def plot_payload_torques(
     t = np.asarray(t, dtype=float)
     measured = np.asarray(payload_measured, dtype=float)
     fitted = np.asarray(payload_fitted, dtype=float)
-    n = len(names)
-    cols = 2 if n > 1 else 1
-    rows = -(-n // cols)
-    fig = Figure(figsize=FIGSIZE, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, squeeze=False)).ravel()
+    fig, axes = joint_grid(len(names))
     for j, ax in enumerate(axes):
-        if j >= n:
-            ax.set_visible(False)
-            continue
         ax.plot(t, measured[:, j], color="0.5", linewidth=0.7, label="measured - robot")
         ax.plot(t, fitted[:, j], color="C3", linewidth=1.0, label="identified payload")
         ax.set_title(names[j], fontsize="small")

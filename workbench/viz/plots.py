@@ -172,15 +172,8 @@ def plot_heldout_torques(
     t, measured = _time_series(t, measured, "measured torques", names)
     calibrated = _matrix(calibrated, "calibrated torques", len(names))
     nominal = _matrix(nominal, "nominal torques", len(names))
-    n = len(names)
-    cols = 2 if n > 1 else 1
-    rows = -(-n // cols)
-    fig = Figure(figsize=FIGSIZE, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, squeeze=False)).ravel()
+    fig, axes = joint_grid(len(names))
     for j, ax in enumerate(axes):
-        if j >= n:
-            ax.set_visible(False)
-            continue
         ax.plot(t, measured[:, j], color="0.3", linewidth=0.8, label="measured")
         ax.plot(t, nominal[:, j], linewidth=0.8, linestyle="--", label="nominal")
         ax.plot(t, calibrated[:, j], linewidth=1.0, label="calibrated")
@@ -195,6 +188,16 @@ def plot_heldout_torques(
 
 
 # ---------------------------------------------------------------- helpers
+def joint_grid(n: int) -> tuple[Figure, list[Axes]]:
+    """A figure with one panel per joint (two columns, shared time axis): the n used axes."""
+    cols = 2 if n > 1 else 1
+    fig = Figure(figsize=FIGSIZE, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(-(-n // cols), cols, sharex=True, squeeze=False)).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, list(axes[:n])
+
+
 def _figure(title: str) -> tuple[Figure, Axes]:
     fig = Figure(figsize=FIGSIZE, layout="constrained")
     ax = fig.subplots()
