@@ -47,6 +47,7 @@ from workbench.closed_chains.kinematics import (
 )
 from workbench.closed_chains.model import ClosedChain
 from workbench.closed_chains.task_space import (
+    reach_bound,
     reach_configuration,
     reduced_task_jacobian,
     task,
@@ -57,6 +58,7 @@ from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
+from workbench.ocp.contract import Infeasible
 from workbench.ocp.model_functions import load_kernels, model_callbacks
 from workbench.ocp.nlp import (
     INTERRUPTED,
@@ -231,6 +233,7 @@ def solve(
     )  # fmt: skip
     t = np.linspace(0.0, problem.duration, K)
     start, goal = task_targets(problem, model)
+    check_reach(problem, model)
     try:
         q_start = reach_configuration(model, start)
         q_goal = reach_configuration(model, goal, guess=q_start)
@@ -303,6 +306,21 @@ def solve(
             model = model.with_inertias(matrix_from_phi(phi))
         _check_motion(problem, model, start, goal, result)
     return result
+
+
+def check_reach(problem: ReachProblem, model: ClosedChain) -> None:
+    """Raise :class:`~workbench.ocp.contract.Infeasible` when the start or the goal lies
+    beyond the farthest the tool can be (:func:`workbench.closed_chains.task_space.reach_bound`):
+    a cheap, conservative check before the inverse kinematics and the NLP."""
+    bound = reach_bound(model)
+    for name in ("start", "goal"):
+        value = getattr(problem, name)
+        beyond = bound.beyond(value)
+        if beyond is not None:
+            raise Infeasible(
+                f"{problem.source}: [task] {name} {np.round(value, 4).tolist()} is out of reach "
+                f"of {model.name}: it {beyond}"
+            )
 
 
 def _check_motion(problem: ReachProblem, model: ClosedChain, start, goal, result) -> None:
