@@ -193,3 +193,24 @@ def test_the_kind_of_a_problem_file_is_checked(tmp_path, capsys):
     explicit.write_text('kind = "reach"\n' + text)
     problem = kinds.read(explicit)
     assert problem.kind == "reach" and problem.goal.tolist() == [0.5, 0.3, 0.812]
+
+
+@pytest.mark.slow
+def test_a_second_kind_is_swept_on_dask(toy, tmp_path):
+    """On worker processes that never saw the registration: the task carries the kind."""
+    from workbench.sweep import run_sweep
+    from workbench.sweep.table import read_results
+
+    sweep_file = tmp_path / "sweep.toml"
+    sweep_file.write_text(
+        '[sweep]\nproblem = "toy.toml"\nwarm_start = "neighbours"\n'
+        '[axes]\n"task.distance" = [0.1, 0.2, 0.3]\n'
+    )
+    outcome = run_sweep(Sweep.from_toml(sweep_file), tmp_path / "out", workers=1, progress=False)
+    assert outcome.counts == {"solved": 3}
+    rows = read_results(tmp_path / "out" / "results.parquet")
+    assert rows[1]["warm_start_from"] in ("0000", "0002")
+    for row, distance in zip(rows, (0.1, 0.2, 0.3), strict=True):
+        assert row["objective"] == pytest.approx(least_norm_optimum(distance, 2.0, 40), rel=1e-8)
+        with np.load(tmp_path / "out" / row["trajectory"]) as data:
+            assert data["x"][-1] == pytest.approx(distance, abs=1e-9)
