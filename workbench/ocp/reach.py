@@ -211,17 +211,19 @@ def solve(
     functions: Callable[..., dict] = model_callbacks,
     warm: dict[str, Array] | None = None,
 ) -> ReachResult:
-    """Solve ``problem`` with IPOPT; unreachable targets and infeasible solves are statuses.
+    """Solve ``problem`` with IPOPT; targets the inverse kinematics cannot reach and
+    infeasible solves are statuses, a target beyond the tool's reach (:func:`check_reach`)
+    raises :class:`~workbench.ocp.contract.Infeasible` first.
 
     ``model`` defaults to the problem's; ``functions(model, knots, rows,
     design)`` builds the model functions (see :func:`transcribe`; default
     the analytic callbacks, e.g. CasADi-native ones for comparison). ``warm``
     (arrays t, q, dq, ddq of a previous solve, e.g. a sweep's neighbour)
     starts IPOPT there instead of from ``problem.warm_start`` or the
-    minimum-jerk guess. Ctrl-C
-    during the solve raises KeyboardInterrupt, SIGTERM (under the command
-    line's handlers, :func:`workbench.io.raise_on_sigterm`) Terminated, once
-    IPOPT has stopped, whether a callback or IPOPT's own check caught it.
+    minimum-jerk guess. Ctrl-C during the solve raises KeyboardInterrupt,
+    SIGTERM (under the command line's handlers,
+    :func:`workbench.io.raise_on_sigterm`) Terminated, once IPOPT has
+    stopped, whether a callback or IPOPT's own check caught it.
     """
 
     model = load(problem.model) if model is None else model
