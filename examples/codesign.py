@@ -12,7 +12,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from workbench.ocp import ReachProblem, solve
+from workbench.ocp import read, solve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--knots", type=int, help="override the problem's knots")
     args = parser.parse_args(argv)
-    problem = ReachProblem.from_toml(ROOT / "problems" / "fivebar_codesign.toml")
+    problem = read(ROOT / "problems" / "fivebar_codesign.toml")
     if args.knots:
         problem = replace(problem, knots=args.knots)
     result = solve(problem, progress=False)

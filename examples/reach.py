@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import workbench as wb
-from workbench.ocp import ReachProblem, solve, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,16 +24,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="results/example_reach")
     parser.add_argument("--knots", type=int, help="override the problem's knots")
     args = parser.parse_args(argv)
-    problem = ReachProblem.from_toml(args.problem)
+    problem = wb.ocp.read(args.problem)
     if args.knots:
         problem = replace(problem, knots=args.knots)
-    model = wb.closed_chains.load(problem.model)
-    result = solve(problem, model, progress=False)
-    print(f"{model.name}: {result.status}, objective {result.objective:.6g}, "
+    result = wb.ocp.solve(problem, progress=False)
+    print(f"{result.model.name}: {result.status}, objective {result.objective:.6g}, "
           f"{result.iterations} iterations, {result.solve_time_s:.2f} s")  # fmt: skip
     if result.status == "solved":
-        with wb.results_directory(args.out) as stage:
-            write_results(stage, problem, result, model)
+        wb.ocp.write(result, args.out)
         print(f"results, plots and animation.html in {args.out}/")
 
 

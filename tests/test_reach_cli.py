@@ -18,6 +18,8 @@ from matplotlib.image import imread
 
 from workbench.cli import main
 from workbench.closed_chains import load
+from workbench.closed_chains.kinematics import solve_passive
+from workbench.closed_chains.task_space import reach_bound, task
 from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.ocp import reach
@@ -64,14 +66,70 @@ def test_default_problem_writes_all_results(default_run):
 def test_unreachable_target_is_infeasible_and_writes_nothing(tmp_path, capsys):
     text = (shipped("problems") / "fivebar_reach.toml").read_text()
     problem = tmp_path / "unreachable.toml"
-    # straight opposite motor 1's axis: beyond the reach of its proximal and distal arcs
-    w1 = load("fivebar").tree.twists[0, :3]
-    problem.write_text(text.replace("goal = [0.5, 0.3, 0.812]", f"goal = {(-w1).tolist()}"))
+    # within the arcs' reach of motor 1's axis (63 deg from it), but no closed configuration
+    # points there: the inverse kinematics finds none
+    goal = [0.3, 0.3, -1.0]
+    assert reach_bound(load("fivebar")).beyond(goal) is None
+    problem.write_text(text.replace("goal = [0.5, 0.3, 0.812]", f"goal = {goal}"))
     out = tmp_path / "out"
     assert main(["reach", str(problem), "--out", str(out), "--quiet"]) == 1
     assert not out.exists()
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "infeasible" in err[0] and "workspace" in err[0]
+
+
+def test_a_goal_beyond_the_reach_is_refused_before_any_solve(tmp_path, capsys):
+    """Straight opposite motor 1's axis (pi from it) is beyond the sum of the angles between
+    the axes on the tool's path (75 + 90 deg): one line, exit 2, before any solve."""
+    text = (shipped("problems") / "fivebar_reach.toml").read_text()
+    problem = tmp_path / "unreachable.toml"
+    w1 = load("fivebar").tree.twists[0, :3]
+    problem.write_text(text.replace("goal = [0.5, 0.3, 0.812]", f"goal = {(-w1).tolist()}"))
+    out = tmp_path / "out"
+    assert main(["reach", str(problem), "--out", str(out), "--quiet"]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0]
+    assert err[0].startswith(f"workbench reach: error: {problem}: [task] goal [0.7071, ")
+    assert "out of reach of spherical_fivebar: it is 3.142 rad from the axis of joint_1" in err[0]
+    assert "beyond the 2.88 rad" in err[0]  # acos(w1 . w2) + acos(w2 . w3) = 75 + 90 deg
+
+
+@pytest.mark.parametrize("model", ["fivebar", "planar_fivebar", "fourbar"])
+def test_the_reach_bound_holds_and_is_tight_over_the_workspace(model):
+    """Every closed configuration on a grid of motor values keeps the tool within the bound,
+    and the farthest comes within 2 % of it (the bound refuses no reachable goal, and is not
+    vacuous)."""
+    chain = load(model)
+    bound = reach_bound(chain)
+    lower, upper = chain.tree.lower[chain.active], chain.tree.upper[chain.active]
+    axes = [np.linspace(a, b, 25) for a, b in zip(lower, upper, strict=True)]
+    grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, len(lower))
+    farthest = 0.0
+    for motors in grid:
+        try:
+            q = solve_passive(chain, motors[None], guess=chain.home[None])
+        except WorkbenchError:  # no closed configuration there
+            continue
+        x = task(chain, q)[0][0]
+        assert bound.beyond(x) is None
+        farthest = max(farthest, bound.distance(x))
+    assert 0.98 * bound.radius < farthest <= bound.radius * (1 + 1e-9)
+
+
+def test_a_goal_barely_within_the_reach_still_solves(tmp_path, capsys):
+    """A goal 1e-5 (relative) inside the bound, at a closed configuration with leg 1 almost
+    stretched out, is not refused and solves."""
+    chain = load("fivebar")
+    q = solve_passive(chain, np.array([[np.pi / 8, 5 * np.pi / 6]]), guess=chain.home[None])
+    goal = task(chain, q)[0][0]
+    bound = reach_bound(chain)
+    assert 1 - 1e-5 < bound.distance(goal) / bound.radius < 1
+    text = (shipped("problems") / "fivebar_reach.toml").read_text()
+    problem = tmp_path / "barely.toml"
+    problem.write_text(text.replace("goal = [0.5, 0.3, 0.812]", f"goal = {goal.tolist()}"))
+    assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"solved {problem}: objective ")
 
 
 def test_bad_problem_file_is_an_error(tmp_path, capsys):

@@ -111,6 +111,11 @@ def test_failing_tasks_are_rows(tmp_path):
     raw["task"]["duration"] = 0.05  # shorter than the passive joints' speed limit allows
     out = solve_task(payload(raw))
     assert out["row"]["status"] == "infeasible" and out["arrays"] is None
+    raw = copy.deepcopy(task.raw)
+    raw["task"]["goal"] = [0.7071, 0.0, 0.7071]  # opposite motor 1's axis: beyond the arcs
+    out = solve_task(payload(raw))
+    assert out["row"]["status"] == "infeasible" and out["arrays"] is None
+    assert "out of reach of spherical_fivebar" in out["row"]["message"]
 
 
 # --------------------------------------------------------------- on Dask

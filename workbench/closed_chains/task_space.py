@@ -5,15 +5,19 @@ or its z axis (``"pointing"``, a unit direction), as the closure file says
 (:mod:`workbench.closed_chains.model`). Along the closed chain the task
 moves with the motors through ``d x / d q_a = (d x / d q) S``; inverse
 kinematics is Gauss-Newton on the motors with the passive joints solved at
-every step ([Nocedal], docs/references.md).
+every step ([Nocedal], docs/references.md). :func:`reach_bound` is a cheap
+necessary condition for a target to be reachable at all.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from workbench import lie
+from workbench.chain import PRISMATIC
 from workbench.closed_chains.kinematics import (
     Closures,
     PassiveSolver,
@@ -55,6 +59,88 @@ def reduced_task_jacobian(model: ClosedChain, q: Array) -> Array:
     """d task / d q_a (N, 3, a) along the closed chain."""
     S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
     return task(model, q)[1] @ S
+
+
+@dataclass(frozen=True)
+class ReachBound:
+    """A ball (position task, m) or a cap (pointing task, rad) the tool never leaves.
+
+    ``distance(target)`` is the target's distance (m) from ``centre`` or its
+    angle (rad) from the unit direction ``centre``; every configuration of the
+    tree, closed or not, within its prismatic joints' limits keeps the tool
+    within ``radius`` of it (:func:`reach_bound`), so a target farther away is
+    unreachable. ``around`` names the centre for messages.
+    """
+
+    task: str
+    centre: Array
+    radius: float
+    around: str
+
+    def distance(self, target: ArrayLike) -> float:
+        target = np.asarray(target, dtype=float)
+        if self.task == "pointing":
+            target = target / np.linalg.norm(target)
+        return float(task_distance_of(self.task, self.centre, target))
+
+    def beyond(self, target: ArrayLike) -> str | None:
+        """Why ``target`` is out of reach, or None when the bound cannot tell."""
+        d = self.distance(target)
+        if not d > self.radius * (1.0 + 1e-9) + 1e-12:
+            return None
+        unit = "rad" if self.task == "pointing" else "m"
+        return (
+            f"is {d:.4g} {unit} from {self.around}, beyond the {self.radius:.4g} {unit} the "
+            f"tool can be from there (the joints on its path at their farthest)"
+        )
+
+
+def reach_bound(model: ClosedChain) -> ReachBound:
+    """The ball or cap the tool stays in, from the joints on its path in the tree.
+
+    The geometry is taken at the configuration with every revolute joint at
+    0 and every prismatic joint at the middle of its limits. Position: a
+    point on each revolute joint's axis is fixed in the links before and
+    after it, so consecutive such points (and the tool) keep their distance,
+    while a prismatic joint changes it by at most half its range; by the
+    triangle inequality the tool stays within the sum of these distances of
+    the first revolute joint's axis point (moved at most the half ranges of
+    the prismatic joints before it). Pointing: the angles between
+    consecutive revolute axes (and the tool's z axis) are fixed, and the tool
+    stays within their sum of the first revolute joint's axis. The closures
+    only remove configurations, so the bound holds for the closed chain; it
+    ignores the revolute joints' limits (conservative). A prismatic joint
+    without limits gives an infinite radius.
+    """
+    chain = model.tree
+    path = np.flatnonzero(chain.ancestors[:, chain.tool_parent])
+    prismatic = np.array([chain.joint_kinds[j] == PRISMATIC for j in path], dtype=bool)
+    half = (chain.upper[path] - chain.lower[path]) / 2
+    middle = np.where(prismatic, (chain.upper[path] + chain.lower[path]) / 2, 0.0)
+    P = np.eye(4)
+    axes = []  # (name, spatial twist at the middle configuration) of the revolute joints
+    for j, slide, value in zip(path, prismatic, middle, strict=True):
+        if not slide:
+            axes.append((chain.joint_names[j], lie.Ad(P) @ chain.twists[j]))
+        P = P @ lie.exp_se3(chain.twists[j] * value)
+    T = P @ chain.tool_frame
+    slack = float(np.sum(half[prismatic]))
+    if model.task == "pointing":
+        if not axes:
+            return ReachBound("pointing", T[:3, 2], 0.0, "the tool's fixed direction")
+        directions = [w[:3] / np.linalg.norm(w[:3]) for _, w in axes] + [T[:3, 2]]
+        steps = task_distance_of("pointing", np.array(directions[:-1]), np.array(directions[1:]))
+        name = axes[0][0]
+        return ReachBound("pointing", directions[0], float(np.sum(steps)), f"the axis of {name}")
+    points = [lie.cross(w[:3], w[3:]) / float(w[:3] @ w[:3]) for _, w in axes] + [T[:3, 3]]
+    steps = np.linalg.norm(np.diff(np.array(points), axis=0), axis=1)
+    where = (np.round(points[0], 4) + 0.0).tolist()  # + 0.0: no -0.0
+    around = (
+        f"{where}, a point on the axis of {axes[0][0]}"
+        if axes
+        else f"{where} (the tool with its prismatic joints at mid-range)"
+    )
+    return ReachBound("position", points[0], float(np.sum(steps)) + slack, around)
 
 
 def reach_configuration(model: ClosedChain, target: Array, guess: Array | None = None) -> Array:
@@ -106,6 +192,11 @@ def _gauss_newton(model: ClosedChain, target: Array, start: Array) -> Array | No
 
 def task_distance(model: ClosedChain, a: Array, b: Array) -> Array:
     """Angle between pointing directions (rad) or distance between positions (m), rows."""
-    if model.task == "pointing":
+    return task_distance_of(model.task, a, b)
+
+
+def task_distance_of(task: str, a: Array, b: Array) -> Array:
+    """:func:`task_distance` for the task "pointing" or "position"."""
+    if task == "pointing":
         return np.arctan2(np.linalg.norm(lie.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
     return np.linalg.norm(a - b, axis=-1)

@@ -1,9 +1,10 @@
-"""Point-to-point reaching of a closed chain: an optimal control problem in CasADi.
+"""Solve an optimal-control problem file: point-to-point reaching of a closed chain.
 
 PROBLEM is a TOML problem file (default: the shipped problems/fivebar_reach.toml;
 problems/fivebar_codesign.toml also optimises the five-bar's design,
 problems/planar_fivebar_reach.toml, problems/fourbar_reach.toml and
-problems/delta_reach.toml move the other shipped closed chains). IPOPT prints
+problems/delta_reach.toml move the other shipped closed chains); its top-level
+key kind (default "reach") names the problem kind (workbench.ocp.kinds). IPOPT prints
 one line per iteration. A solved problem writes into DIR: summary.json,
 trajectory.npz and trajectory.csv, joint_angles.png, motor_torques.png,
 power_energy.png (design.png with design variables), animation.html and
@@ -11,7 +12,8 @@ report.html (open it in a browser). When the knots are too far apart to
 resolve the motion (the planned torques, integrated interval by interval,
 miss the plan by more than 5 % of the tool's travel) the results are written
 and a warning, also in summary.json, asks for more knots. An infeasible or
-failed solve prints one line, exits with code 1 and writes nothing.
+failed solve prints one line, exits with code 1 and writes nothing; a goal
+beyond the model's reach is refused before any solve (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -32,32 +34,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.closed_chains import load
-    from workbench.io import check_not_input, check_output_directory, results_directory
-    from workbench.ocp.problem import ReachProblem
-    from workbench.ocp.reach import objective_unit, solve
-    from workbench.ocp.report import write_results
+    from workbench.io import check_not_input, check_output_directory
+    from workbench.ocp import kinds
     from workbench.resources import shipped
 
     path = args.problem or shipped("problems") / "fivebar_reach.toml"
-    problem = ReachProblem.from_toml(path)
+    problem = kinds.read(path)
     check_output_directory(args.out)
     check_not_input(args.out, path, directory=True)
-    model = load(problem.model)
-    result = solve(problem, model, progress=not args.quiet)
+    result = kinds.solve(problem, progress=not args.quiet)
     if result.status != "solved":
         message = " ".join(result.message.split())
         print(f"workbench reach: {result.status}: {message} ({problem.source})", file=sys.stderr)
         return 1
-    with results_directory(args.out) as stage:
-        write_results(stage, problem, result, model)
+    kinds.write(result, args.out)
     for warning in result.warnings:
         print(f"workbench reach: warning: {warning}", file=sys.stderr)
-    unit = "rad" if result.task == "pointing" else "m"
-    print(
-        f"solved {problem.source}: objective {result.objective:.6g} {objective_unit(problem)}, "
-        f"{result.iterations} iterations, {result.solve_time_s:.2f} s, constraint violation "
-        f"{result.max_constraint_violation:.1e}, final {result.task} error "
-        f"{result.task_error:.1e} {unit} (simulated); results in {args.out}/"
-    )
+    print(f"solved {problem.source}: {result.describe()}; results in {args.out}/")
     return 0

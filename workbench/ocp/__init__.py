@@ -1,20 +1,19 @@
-"""Optimisation layer: CasADi problems that call the project's analytic derivatives.
+"""Optimisation layer: optimal-control problems in CasADi on the project's analytic derivatives.
 
-The Python API::
+Every problem kind meets one contract (:mod:`~workbench.ocp.contract`): a
+problem file is read, solved and written the same way whatever its kind::
 
     import workbench as wb
-    from workbench.ocp import ReachProblem, solve, write_results
 
-    problem = ReachProblem.from_toml("problems/fivebar_reach.toml")
-    model = wb.closed_chains.load(problem.model)
-    result = solve(problem, model)
-    with wb.results_directory("results/reach") as stage:  # replaced whole, atomically
-        write_results(stage, problem, result, model)
+    problem = wb.ocp.read("problems/fivebar_reach.toml")  # its kind: "reach" (the default)
+    result = wb.ocp.solve(problem)  # a ReachResult: status, objective, trajectory, ...
+    wb.ocp.write(result, "results/reach")  # replaced whole, atomically
 
+:mod:`~workbench.ocp.kinds` registers the kinds (``reach``: reaching and
+co-design on any closed chain, :mod:`~workbench.ocp.reach`);
 :mod:`~workbench.ocp.bridge` hands batched numpy functions with analytic
 Jacobians to CasADi; :mod:`~workbench.ocp.nlp` collects constraints and
-solver options; :mod:`~workbench.ocp.reach` is the point-to-point reaching
-and co-design problem on any closed chain (transcription, IPOPT, results).
+solver options.
 """
 
 from __future__ import annotations
@@ -22,9 +21,15 @@ from __future__ import annotations
 from workbench.exports import exports
 
 _NAMES = {
+    "read": "kinds",
+    "solve": "kinds",
+    "write": "kinds",
+    "register": "kinds",
+    "Problem": "contract",
+    "Result": "contract",
+    "Infeasible": "contract",
     "ReachProblem": "problem",
     "ReachResult": "problem",
-    "solve": "reach",
     "write_results": "report",
 }
 

@@ -2,6 +2,7 @@
 
 A problem file names a closed chain (a shipped name or a closure file)
 and the task; every key but ``start`` and ``goal`` has a default::
+    kind = "reach"             # optional: the problem kind (workbench.ocp.kinds)
     [task]
     model = "fivebar"          # a shipped closed chain or a closure file
     start = [0.0, -0.5, 0.866] # the tool's task vector at t = 0: a pointing
@@ -32,9 +33,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from workbench.closed_chains import load
+from workbench.closed_chains.model import ClosedChain
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -50,6 +54,7 @@ SOLVERS = ("ipopt", "fatrop", "sqpmethod-hpipm")  # workbench.ocp.nlp.solver
 class ReachProblem:
     """A reaching problem (module docstring); ``design`` is a DesignSpace or None."""
 
+    kind: ClassVar[str] = "reach"  # its name in workbench.ocp.kinds
     start: Array
     goal: Array
     model: str = "fivebar"
@@ -64,6 +69,16 @@ class ReachProblem:
     solver: str = "ipopt"
     source: str = "<built-in>"
     design: object | None = None
+
+    @property
+    def task_space(self) -> str:
+        """The model's task: "pointing" (goals are directions) or "position" (m)."""
+        return load(self.model).task
+
+    @property
+    def objective_unit(self) -> str:
+        """Unit of the objective: the torque integral, or the duration plus 1e-3 of it."""
+        return "s + 1e-3 N^2 m^2 s" if self.minimum_time else "N^2 m^2 s"
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> ReachProblem:
@@ -143,6 +158,7 @@ class ReachResult:
     ``transcription_error`` the error the knots make
     (:func:`workbench.ocp.reach.transcription_error`); ``warnings`` says
     when it is too large to trust the plan, or the plan cannot be simulated.
+    ``problem`` and ``model`` (the nominal closed chain) are what was solved.
     """
 
     status: str
@@ -162,10 +178,51 @@ class ReachResult:
     transcription_error: float = float("nan")
     design: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    problem: ReachProblem | None = None
+    model: ClosedChain | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def unit(self) -> str:
+        """Unit of the task errors: rad (pointing) or m (position)."""
+        return "rad" if self.task == "pointing" else "m"
+
+    def describe(self) -> str:
+        """One line: objective with its unit, iterations, time, violation, simulated error."""
+        return (
+            f"objective {self.objective:.6g} {self.problem.objective_unit}, {self.iterations} "
+            f"iterations, {self.solve_time_s:.2f} s, constraint violation "
+            f"{self.max_constraint_violation:.1e}, final {self.task} error "
+            f"{self.task_error:.1e} {self.unit} (simulated)"
+        )
+
+    def row(self) -> dict[str, float | str]:
+        """A sweep's columns of this result (workbench.sweep.table): peak |torque| (N m, over
+        knots and motors), the violation, the errors and, with a design, its variables (m)
+        and the moving mass (kg)."""
+        tau = np.asarray(self.tau, dtype=float)
+        finite = tau.size and np.all(np.isfinite(tau))
+        row: dict[str, float | str] = {
+            "peak_torque": float(np.max(np.abs(tau))) if finite else float("nan"),
+            "max_constraint_violation": float(self.max_constraint_violation),
+            "task_error": float(self.task_error),
+            "tracking_error": float(self.tracking_error),
+            "transcription_error": float(self.transcription_error),
+        }
+        for name, values in self.design.get("variables", {}).items():
+            row[f"design.{name}"] = float(values["after"])
+        if "moving_mass_kg" in self.design:
+            row["moving_mass_kg"] = float(self.design["moving_mass_kg"]["after"])
+        return row
+
+    def arrays(self) -> dict[str, Array] | None:
+        """The trajectory t (K,), q, dq, ddq (K, n), tau (K, a); None when there is none."""
+        if not np.all(np.isfinite(self.q)):
+            return None
+        return {key: np.asarray(getattr(self, key)) for key in ("t", "q", "dq", "ddq", "tau")}
 
     def summary(self) -> dict:
         """The JSON-ready summary of the solve (no trajectories)."""
-        unit = "rad" if self.task == "pointing" else "m"
+        unit = self.unit
         return {
             "status": self.status,
             "message": self.message,

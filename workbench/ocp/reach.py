@@ -47,6 +47,7 @@ from workbench.closed_chains.kinematics import (
 )
 from workbench.closed_chains.model import ClosedChain
 from workbench.closed_chains.task_space import (
+    reach_bound,
     reach_configuration,
     reduced_task_jacobian,
     task,
@@ -57,6 +58,7 @@ from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
+from workbench.ocp.contract import Infeasible
 from workbench.ocp.model_functions import load_kernels, model_callbacks
 from workbench.ocp.nlp import (
     INTERRUPTED,
@@ -166,13 +168,13 @@ def transcribe(
     }
 
 
-def _stagewise(problem, model, functions, q_start, q_goal, goal, t, progress) -> tuple:
+def _stagewise(problem, model, functions, q_start, q_goal, goal, t, progress, warm) -> tuple:
     """The stage-ordered NLP, its FATROP or SQP-HPIPM solver and initial guess."""
     sign = 1.0 if problem.solver == "fatrop" else -1.0  # the gaps' sign each wants
     nlp = transcribe_stagewise(
         problem, model, functions, q_start, goal, goal_rows(model, q_goal), sign
     )
-    x0 = nlp["from_knots"](_warm_start(problem, model, q_start, q_goal, t))
+    x0 = nlp["from_knots"](_warm_start(problem, model, q_start, q_goal, t, warm))
     solver = stagewise_solver(
         problem.solver, nlp["nlp"], nlp["structure"], problem.tolerance,
         problem.max_iterations, progress,
@@ -186,11 +188,6 @@ def state_bounds(model: ClosedChain) -> tuple[Array, Array]:
     upper = np.concatenate([tree.upper, tree.velocity_limit, np.full(model.n, np.inf)])
     lower = np.concatenate([tree.lower, -tree.velocity_limit, np.full(model.n, -np.inf)])
     return lower, upper
-
-
-def objective_unit(problem: ReachProblem) -> str:
-    """Unit of the objective: the torque integral, or the duration plus 1e-3 of it."""
-    return "s + 1e-3 N^2 m^2 s" if problem.minimum_time else "N^2 m^2 s"
 
 
 # --------------------------------------------------------------------- solve
@@ -212,15 +209,21 @@ def solve(
     model: ClosedChain | None = None,
     progress: bool = True,
     functions: Callable[..., dict] = model_callbacks,
+    warm: dict[str, Array] | None = None,
 ) -> ReachResult:
-    """Solve ``problem`` with IPOPT; unreachable targets and infeasible solves are statuses.
+    """Solve ``problem`` with IPOPT; targets the inverse kinematics cannot reach and
+    infeasible solves are statuses, a target beyond the tool's reach (:func:`check_reach`)
+    raises :class:`~workbench.ocp.contract.Infeasible` first.
 
     ``model`` defaults to the problem's; ``functions(model, knots, rows,
     design)`` builds the model functions (see :func:`transcribe`; default
-    the analytic callbacks, e.g. CasADi-native ones for comparison). Ctrl-C
-    during the solve raises KeyboardInterrupt, SIGTERM (under the command
-    line's handlers, :func:`workbench.io.raise_on_sigterm`) Terminated, once
-    IPOPT has stopped, whether a callback or IPOPT's own check caught it.
+    the analytic callbacks, e.g. CasADi-native ones for comparison). ``warm``
+    (arrays t, q, dq, ddq of a previous solve, e.g. a sweep's neighbour)
+    starts IPOPT there instead of from ``problem.warm_start`` or the
+    minimum-jerk guess. Ctrl-C during the solve raises KeyboardInterrupt,
+    SIGTERM (under the command line's handlers,
+    :func:`workbench.io.raise_on_sigterm`) Terminated, once IPOPT has
+    stopped, whether a callback or IPOPT's own check caught it.
     """
 
     model = load(problem.model) if model is None else model
@@ -232,30 +235,33 @@ def solve(
     )  # fmt: skip
     t = np.linspace(0.0, problem.duration, K)
     start, goal = task_targets(problem, model)
+    check_reach(problem, model)
     try:
         q_start = reach_configuration(model, start)
         q_goal = reach_configuration(model, goal, guess=q_start)
     except WorkbenchError as exc:
-        return _unsolved("infeasible", str(exc), t, model)
+        return _unsolved("infeasible", str(exc), t, problem, model)
     longest = problem.duration_bounds[1] if problem.minimum_time else problem.duration
     too_short = duration_check(model, q_start, q_goal, longest)
     if too_short is not None:
-        return _unsolved("infeasible", too_short, t, model)
+        return _unsolved("infeasible", too_short, t, problem, model)
     design = problem.design
     rows = independent_rows(model, q_start)
     built = functions(model, K, rows, design)  # CasADi holds callbacks weakly: keep them
     if problem.solver != "ipopt":
-        nlp, solver, x0 = _stagewise(problem, model, built, q_start, q_goal, goal, t, progress)
+        nlp, solver, x0 = _stagewise(
+            problem, model, built, q_start, q_goal, goal, t, progress, warm
+        )
     else:
         nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
-        x0 = _warm_start(problem, model, q_start, q_goal, t).ravel()
+        x0 = _warm_start(problem, model, q_start, q_goal, t, warm).ravel()
         if problem.minimum_time:
             x0 = np.append(x0, problem.duration)
         if design is not None:
             x0 = np.append(x0, np.zeros(design.size))
         options = ipopt_options(
-            problem.tolerance, problem.max_iterations, progress, problem.warm_start is not None,
-            problem.barrier,
+            problem.tolerance, problem.max_iterations, progress,
+            warm is not None or problem.warm_start is not None, problem.barrier,
         )  # fmt: skip
         solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
     load_kernels(model, rows, q_start, design)  # compiled or loaded before timing
@@ -293,6 +299,8 @@ def solve(
         max_constraint_violation=violation(sol["g"], nlp["lbg"], nlp["ubg"]),
         task=model.task,
         design={} if design is None else design.summary(x[len(x) - design.size :]),
+        problem=problem,
+        model=model,
     )
     if result.status == "solved":
         if design is not None:
@@ -300,6 +308,21 @@ def solve(
             model = model.with_inertias(matrix_from_phi(phi))
         _check_motion(problem, model, start, goal, result)
     return result
+
+
+def check_reach(problem: ReachProblem, model: ClosedChain) -> None:
+    """Raise :class:`~workbench.ocp.contract.Infeasible` when the start or the goal lies
+    beyond the farthest the tool can be (:func:`workbench.closed_chains.task_space.reach_bound`):
+    a cheap, conservative check before the inverse kinematics and the NLP."""
+    bound = reach_bound(model)
+    for name in ("start", "goal"):
+        value = getattr(problem, name)
+        beyond = bound.beyond(value)
+        if beyond is not None:
+            raise Infeasible(
+                f"{problem.source}: [task] {name} {np.round(value, 4).tolist()} is out of reach "
+                f"of {model.name}: it {beyond}"
+            )
 
 
 def _check_motion(problem: ReachProblem, model: ClosedChain, start, goal, result) -> None:
@@ -422,31 +445,37 @@ def _simulate(model: ClosedChain, goal: Array, result: ReachResult) -> None:
     result.tracking_error = float(np.max(task_distance(model, simulated, task(model, result.q)[0])))
 
 
-def _warm_start(problem: ReachProblem, model: ClosedChain, q_start, q_goal, t) -> Array:
-    """Knot variables (K, 3 n): a previous trajectory file if given, else minimum jerk."""
-    if problem.warm_start is None:
+def _warm_start(
+    problem: ReachProblem, model: ClosedChain, q_start, q_goal, t, warm: dict | None = None
+) -> Array:
+    """Knot variables (K, 3 n): the ``warm`` arrays or the problem's trajectory file if
+    given, else minimum jerk."""
+    if warm is None and problem.warm_start is None:
         return initial_guess(model, q_start, q_goal, t)
+    where = "warm start" if warm is not None else f"warm start {problem.warm_start}"
     try:
-        with np.load(problem.warm_start) as data:
-            previous = [np.asarray(data[key], dtype=float) for key in ("t", "q", "dq", "ddq")]
+        if warm is None:
+            with np.load(problem.warm_start) as data:
+                warm = {key: np.asarray(data[key]) for key in ("t", "q", "dq", "ddq")}
+        previous = [np.asarray(warm[key], dtype=float) for key in ("t", "q", "dq", "ddq")]
     except (OSError, KeyError, ValueError) as exc:
-        raise WorkbenchError(f"warm start {problem.warm_start}: {exc}") from None
+        raise WorkbenchError(f"{where}: {exc}") from None
     if any(p.ndim != 2 or p.shape[1] != model.n for p in previous[1:]) or previous[0].ndim != 1:
-        raise WorkbenchError(
-            f"warm start {problem.warm_start}: q, dq, ddq must be (K, {model.n}) for {model.name}"
-        )
+        raise WorkbenchError(f"{where}: q, dq, ddq must be (K, {model.n}) for {model.name}")
     if not all(np.all(np.isfinite(p)) for p in previous) or previous[0][-1] <= 0:
-        raise WorkbenchError(f"warm start {problem.warm_start}: values are not finite")
+        raise WorkbenchError(f"{where}: values are not finite")
     t_old = previous[0] / previous[0][-1] * t[-1]
     return np.column_stack(
         [np.interp(t, t_old, column) for array in previous[1:] for column in array.T]
     )
 
 
-def _unsolved(status: str, message: str, t: Array, model: ClosedChain) -> ReachResult:
+def _unsolved(
+    status: str, message: str, t: Array, problem: ReachProblem, model: ClosedChain
+) -> ReachResult:
     K, n, a = len(t), model.n, len(model.active)
     empty = np.full((K, n), np.nan)
     return ReachResult(
         status, message, t, empty, empty, empty, np.full((K, a), np.nan),
-        float("nan"), 0, 0.0, float("nan"), task=model.task,
+        float("nan"), 0, 0.0, float("nan"), task=model.task, problem=problem, model=model,
     )  # fmt: skip

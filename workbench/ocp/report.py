@@ -24,7 +24,6 @@ import numpy as np
 
 from workbench.closed_chains.model import ClosedChain
 from workbench.ocp.problem import ReachProblem, ReachResult
-from workbench.ocp.reach import objective_unit
 from workbench.viz import plots, viewer
 from workbench.viz.report_page import write_report_page
 from workbench.viz.scene import Robot
@@ -41,7 +40,7 @@ def write_results(
     """Write every result file of a solved problem into ``stage``."""
 
     summary = {"problem": problem.source, "model": problem.model, **result.summary()}
-    summary["objective_unit"] = objective_unit(problem)
+    summary["objective_unit"] = problem.objective_unit
     (stage / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     arrays = {"t": result.t, "q": result.q, "dq": result.dq, "ddq": result.ddq, "tau": result.tau}
     np.savez(stage / "trajectory.npz", **arrays)

@@ -1,4 +1,8 @@
-"""Sweeps of reaching problems on Dask: a base problem, axes to vary, one task per combination.
+"""Sweeps of optimal-control problems on Dask: a base problem, axes to vary, one task each.
+
+Any problem kind of :mod:`workbench.ocp.kinds` can be swept (the tasks use
+only the problem contract); a ``[goal]`` grid needs a kind with a goal
+(reaching).
 
 :class:`~workbench.sweep.spec.Sweep` reads a sweep file and expands it into
 validated tasks; :func:`~workbench.sweep.runner.run_sweep` solves the missing

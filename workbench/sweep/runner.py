@@ -30,7 +30,8 @@ checks (every ``POLL_S``) but ran longer than that on its worker, whatever
 it found.
 
 Results directory (written by this process only, each file atomically):
-``tasks/<id>/trajectory.npz`` (t, q, dq, ddq, tau) and
+``tasks/<id>/trajectory.npz`` (the result's arrays: t, q, dq, ddq, tau for
+reaching) and
 ``tasks/<id>/row.json`` (the row, written last: a task is done when it is
 there), then ``results.parquet``, ``results.csv``, ``effort_map.png`` and
 ``sweep.json``. A sweep run again into the same directory (after Ctrl-C, a
@@ -65,7 +66,7 @@ from workbench.io import atomic_write, atomic_write_text, check_output_directory
 from workbench.runtime import available_cores
 from workbench.sweep.spec import Sweep, Task, neighbours
 from workbench.sweep.table import write_outputs
-from workbench.sweep.tasks import START_EVENT, TRAJECTORY_KEYS, solve_task
+from workbench.sweep.tasks import START_EVENT, solve_task
 
 UNSOLVED_RETRY = ("failed", "infeasible")
 POLL_S = 2.0  # s between checks for overdue tasks while waiting for results
@@ -350,6 +351,7 @@ class _Run:
         source = self._nearest_solved(task) if warm else None
         payload = {
             "id": task.id,
+            "kind": self.sweep.kind,
             "raw": task.raw,
             "source": f"{self.sweep.problem} ({task.label})",
             "base": str(self.sweep.base),
@@ -382,7 +384,7 @@ class _Run:
         path = self.out / "tasks" / task_id / "trajectory.npz"
         try:
             with np.load(path) as data:
-                return {key: np.asarray(data[key]) for key in ("t", "q", "dq", "ddq")}
+                return {key: np.asarray(data[key]) for key in data.files}
         except (OSError, KeyError, ValueError) as exc:
             raise WorkbenchError(f"sweep: cannot read the warm start {path}: {exc}") from None
 
@@ -395,7 +397,7 @@ class _Run:
 
             def write(tmp: Path) -> None:
                 with open(tmp, "wb") as fh:
-                    np.savez(fh, **{k: arrays[k] for k in TRAJECTORY_KEYS})
+                    np.savez(fh, **arrays)
 
             atomic_write(path, write)
             row["trajectory"] = str(Path("tasks") / task.id / "trajectory.npz")
@@ -435,8 +437,6 @@ def _error_result(task: Task, message: str, status: str = "error") -> dict[str, 
     row = {
         "status": status, "message": message, "objective": math.nan,
         "iterations": 0, "solve_time_s": math.nan, "task_time_s": math.nan,
-        "peak_torque": math.nan, "max_constraint_violation": math.nan,
-        "task_error": math.nan, "tracking_error": math.nan, "transcription_error": math.nan,
         "warning": "", "warm_start_from": "",
         "worker": "",
     }  # fmt: skip

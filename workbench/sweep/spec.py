@@ -1,7 +1,8 @@
 """Sweep files: a base problem and the axes to vary; every combination is one task.
 
-A sweep file (TOML) names a reaching problem file (:mod:`workbench.ocp.problem`)
-and what to vary in it; paths are relative to the sweep file::
+A sweep file (TOML) names a problem file of any problem kind
+(:mod:`workbench.ocp.kinds`; reaching: :mod:`workbench.ocp.problem`) and what
+to vary in it; paths are relative to the sweep file::
     [sweep]
     problem = "fivebar_reach.toml"  # the base problem
     warm_start = "rescue"           # or "neighbours", "none" (below)
@@ -61,11 +62,11 @@ from typing import Any
 
 import numpy as np
 
-from workbench.closed_chains import load
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.ocp.problem import ReachProblem
+from workbench.ocp import kinds
+from workbench.ocp.contract import GoalProblem
 
 WARM_STARTS = ("rescue", "neighbours", "none")
 MAX_TASKS = 100_000  # tasks of one sweep
@@ -102,8 +103,9 @@ class Sweep:
     tasks: list[Task]
     warm_start: str = "rescue"
     task_timeout_s: float = 0.0  # 0: no limit
+    kind: tuple[str, str] = ("reach", kinds.KINDS["reach"])  # problem kind and its module
     goal_kind: str = "none"  # "angles" (azimuth x elevation), "xyz", "list" or "none"
-    task_kind: str = "pointing"  # the model's task: "pointing" or "position"
+    task_kind: str = "pointing"  # the goal's space: "pointing", "position" or "none" (no goal)
     axes: tuple[str, ...] = ()  # dotted keys of the other axes, in file order
     grid_columns: tuple[str, ...] = ()  # the goal's grid coordinates (azimuth_deg, ...)
     seeds: frozenset[str] = field(default_factory=frozenset)
@@ -132,9 +134,10 @@ class Sweep:
         where = str(problem_path)
         if settings.table:
             where += f" with the [set] of {source}"
-        first = ReachProblem.from_dict(copy.deepcopy(problem_raw), where, problem_base)
-        task_kind = _task_kind(first.model)
-        goals, goal_kind, grid_columns = _goals(top, task_kind, first.goal)
+        first = kinds.read_dict(copy.deepcopy(problem_raw), where, problem_base)
+        task_kind = first.task_space if isinstance(first, GoalProblem) else "none"
+        base_goal = first.goal if isinstance(first, GoalProblem) else None
+        goals, goal_kind, grid_columns = _goals(top, task_kind, base_goal)
         axes = _axes(top.section("axes"))
         if goals is not None and any(key == "task.goal" for key, _ in axes):
             raise WorkbenchError(
@@ -149,6 +152,7 @@ class Sweep:
             tasks=tasks,
             warm_start=warm,
             task_timeout_s=timeout,
+            kind=(first.kind, kinds.KINDS[first.kind]),
             goal_kind=goal_kind,
             task_kind=task_kind,
             axes=tuple(key for key, _ in axes),
@@ -193,6 +197,11 @@ def _read_goals(top: Section, task_kind: str, base_goal: Array):
         top.section("goal")  # registers the key
         return None, "none", ()
     goal = top.section("goal")
+    if task_kind == "none":
+        raise WorkbenchError(
+            f"{goal.source}: [goal] varies task.goal, and this problem kind has no goal; vary "
+            "its keys under [axes]"
+        )
     keys = set(goal.table)
     angles = keys & {"azimuth_deg", "elevation_deg"}
     xyz = keys & {"x", "y", "z"}
@@ -370,10 +379,6 @@ def _set_path(raw: dict, dotted: str, value: Any, where: str) -> None:
     table[parts[-1]] = copy.deepcopy(value)
 
 
-def _task_kind(model: str) -> str:
-    return load(model).task
-
-
 # ------------------------------------------------------------------- tasks
 def _check_task_count(source: str, what: str, counts: list[int]) -> None:
     """Refuse a product of grid sizes above MAX_TASKS before any task is made."""
@@ -417,7 +422,7 @@ def _expand(source: str, problem_raw: dict, problem_path: Path, goals, axes) -> 
         task_id = f"{index:0{width}d}"
         shown = ", ".join(f"{k} = {_short(v)}" for k, v in inputs.items()) or "the base problem"
         try:
-            ReachProblem.from_dict(copy.deepcopy(raw), f"{problem_path} ({shown})", base)
+            kinds.read_dict(copy.deepcopy(raw), f"{problem_path} ({shown})", base)
         except WorkbenchError as exc:
             raise WorkbenchError(f"{source}: task {task_id}: {exc}") from None
         key = hashlib.sha256(

@@ -5,15 +5,17 @@ Columns, one row per task in task order: ``id``; the varied inputs (goal
 ``goal_z``; every other axis under its dotted key, array values as JSON
 text); ``status`` ("solved", "infeasible", "failed", "timeout", "error") and
 ``message``; ``objective`` (the problem's objective, N^2 m^2 s for the
-effort), ``iterations``, ``solve_time_s`` (IPOPT) and ``task_time_s`` (the
-whole task on its worker), ``peak_torque`` (N m, max |tau| over knots and
-motors), ``max_constraint_violation``, ``task_error`` (simulated final task
-error, rad or m), ``tracking_error``, ``transcription_error`` (the error the
-knots make, :func:`workbench.ocp.reach.transcription_error`) and
-``warning`` (the solve's warnings, empty when none); ``warm_start_from`` (the id of the
-task whose trajectory started this one, empty: the minimum-jerk guess),
-``attempts`` and ``first_status``; co-design results ``design.<variable>``
-(m) and ``moving_mass_kg``; ``worker`` (host:pid) and ``trajectory``
+effort), ``iterations``, ``solve_time_s`` (the solver) and ``task_time_s``
+(the whole task on its worker); the problem kind's own columns
+(:meth:`workbench.ocp.contract.Result.row`, in the order they first appear),
+for reaching ``peak_torque`` (N m, max |tau| over knots and motors),
+``max_constraint_violation``, ``task_error`` (simulated final task error, rad
+or m), ``tracking_error``, ``transcription_error`` (the error the knots make,
+:func:`workbench.ocp.reach.transcription_error`) and, with co-design,
+``design.<variable>`` (m) and ``moving_mass_kg``; ``warning`` (the solve's
+warnings, empty when none); ``warm_start_from`` (the id of the task whose
+trajectory started this one, empty: the minimum-jerk guess), ``attempts``
+and ``first_status``; ``worker`` (host:pid) and ``trajectory``
 (``tasks/<id>/trajectory.npz``, relative to the results directory; empty
 when no trajectory exists, e.g. an unreachable goal). Every file is written
 atomically.
@@ -33,22 +35,18 @@ import numpy as np
 from workbench.io import atomic_write, atomic_write_text
 from workbench.sweep.plots import plot_effort_map
 
-RESULT_COLUMNS = (
-    "status", "message", "objective", "iterations", "solve_time_s", "task_time_s",
-    "peak_torque", "max_constraint_violation", "task_error", "tracking_error",
-    "transcription_error", "warning", "warm_start_from", "attempts", "first_status",
-)  # fmt: skip
+RESULT_COLUMNS = ("status", "message", "objective", "iterations", "solve_time_s", "task_time_s")
+RUN_COLUMNS = ("warning", "warm_start_from", "attempts", "first_status")
 TAIL_COLUMNS = ("worker", "trajectory")
 INTEGER_COLUMNS = ("iterations", "attempts")
 
 
 def columns(sweep, rows: list[dict[str, Any]]) -> list[str]:
-    """Column order: id, inputs, results, design results, worker, trajectory."""
+    """Column order: id, inputs, results, the kind's columns, run columns, worker, trajectory."""
     inputs = list(sweep.tasks[0].inputs) if sweep.tasks else []
-    design = sorted({k for row in rows for k in row if k.startswith("design.") and k not in inputs})
-    if any("moving_mass_kg" in row for row in rows):
-        design.append("moving_mass_kg")
-    return ["id", *inputs, *RESULT_COLUMNS, *design, *TAIL_COLUMNS]
+    known = {"id", "key", *inputs, *RESULT_COLUMNS, *RUN_COLUMNS, *TAIL_COLUMNS}
+    own = list(dict.fromkeys(k for row in rows for k in row if k not in known))
+    return ["id", *inputs, *RESULT_COLUMNS, *own, *RUN_COLUMNS, *TAIL_COLUMNS]
 
 
 def _cell(value: Any) -> Any:
