@@ -1,4 +1,5 @@
-"""Solve a reaching problem over a grid of goals, durations or designs on Dask.
+"""Solve an optimal-control problem (any registered kind) over a grid of goals, durations or
+designs on Dask.
 
 SWEEP is a sweep file (TOML; see problems/fivebar_sweep.toml and
 workbench.sweep.spec): a base problem file and the axes to vary (goal
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "solve a reaching problem over a grid of goals, durations or designs on Dask"
+HELP = "solve an optimal-control problem over a grid of goals, durations or designs on Dask"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
