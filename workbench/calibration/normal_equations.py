@@ -29,7 +29,7 @@ of the rows in memory), so the parameters agree to rounding (1e-12 relative
 and better on well-excited logs; ``tests/test_large_logs.py``).
 
 Held-out validation needs no second pass either
-(:mod:`workbench.calibration.chunked_report`): samples are sorted into the
+(:mod:`workbench.calibration.accumulated_dynamic`): samples are sorted into the
 validation scheme's blocks as they are read (contiguous folds of equal time
 span, or the last fraction of the log, exactly as
 :mod:`workbench.calibration.validation` cuts them), each block keeps its own
