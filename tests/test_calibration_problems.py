@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import workbench as wb
-from workbench.calibration import KINDS, CalibrationProblem, Folds, Options, calibrate
+from workbench.calibration import KINDS, CalibrationProblem, EndSplit, Folds, Options, calibrate
 from workbench.calibration.chunked_logs import open_chunked_log
 from workbench.calibration.simulate import simulate_log
 
@@ -84,3 +84,19 @@ def test_the_large_log_problem_satisfies_the_contract_and_reports_as_in_memory(i
         for path, value in a.items():
             assert b[path] == pytest.approx(value, rel=1e-10, abs=1e-12), path
     assert np.isfinite(accumulated["heldout_relative_rms"])
+
+
+@pytest.mark.parametrize("scheme", [Folds(4), EndSplit(0.3)])
+def test_fold_fits_from_block_factors_are_the_least_squares_of_the_training_rows(iiwa, scheme):
+    """The in-memory dynamic problem fits a fold from its training blocks' triangular factors,
+    computed once and merged: the least squares of the training rows (numpy's lstsq)."""
+    log, _ = simulate_log(iiwa, kind="dynamic", samples=800, noise=0.3, friction=0.2, seed=4)
+    problem = KINDS["dynamic"].problem(iiwa, log, Options(weighted=False, terms=("friction",)))
+    equations = problem.equations
+    for training, held in problem.folds(scheme):
+        rows = np.setdiff1d(np.arange(problem.samples), held)
+        X = equations.X[rows].reshape(-1, equations.X.shape[2])
+        beta = np.linalg.lstsq(X, equations.tau[rows].ravel(), rcond=None)[0]
+        fit = problem.fit(training)
+        assert fit.rows == X.shape[0]
+        np.testing.assert_allclose(fit.beta, beta, rtol=1e-9, atol=1e-9 * np.abs(beta).max())

@@ -17,7 +17,8 @@ import numpy as np
 
 from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.drives import drive_file_text
-from workbench.calibration.dynamic import fit_equations, torque_equations
+from workbench.calibration.dynamic import equation_factors, fit_equations, torque_equations
+from workbench.calibration.least_squares import fit_factors, merge_factors
 from workbench.calibration.parameter_figures import relative_stds, std_figure
 from workbench.calibration.problem import Options, SampleBlocks
 from workbench.calibration.samples import Log
@@ -29,6 +30,7 @@ from workbench.calibration.torque_problem import (
     prismatic_note,
     urdf_dynamics,
 )
+from workbench.calibration.validation import EndSplit, Folds
 from workbench.chain import Chain
 from workbench.lie import Array
 
@@ -141,6 +143,8 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
             full.model, full.base, full.x0, full.equations,
         )  # fmt: skip
         self.times = self.equations.t
+        self.blocks: list[np.ndarray] = []  # the held-out rows of :meth:`folds`
+        self.factors: dict[tuple[tuple[str, ...], int], tuple[Array, np.ndarray]] = {}
         if options.terms is None and options.parameters == "auto" and drives.terms:
             terms = drives.terms
             self.candidates = tuple(Terms(terms[:k]) for k in range(len(terms) + 1))
@@ -154,14 +158,46 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
             )  # fmt: skip
         return self.setups[terms]
 
-    def fit(self, rows: np.ndarray | None, candidate: Terms | None = None):
-        """Identify the model of ``candidate`` (default: all terms) on ``rows`` (None: all)."""
+    def folds(self, scheme: EndSplit | Folds) -> list[tuple[tuple[int, ...], np.ndarray]]:
+        """The held-out rows of each split of ``scheme``; a fold's training blocks are the
+        indices (into :attr:`blocks`) of the others (an end split's: its training rows)."""
+        splits = scheme.splits(self.times)
+        self.blocks = [test for _, test in splits]
+        self.factors.clear()
+        if len(splits) == 1:  # an end split: the training rows are the other block
+            self.blocks.insert(0, splits[0][0])
+        everything = range(len(self.blocks))
+        return [
+            (tuple(b for b in everything if b != k), self.blocks[k])
+            for k in everything[len(self.blocks) - len(splits) :]
+        ]
+
+    def fit(self, training: tuple[int, ...] | None, candidate: Terms | None = None):
+        """Identify the model of ``candidate`` (default: all terms) on the ``training`` blocks
+        (None: all samples). By least squares, from the blocks' triangular factors, each
+        computed once per candidate and merged per fold."""
         o = self.options
         s = self.setup(candidate.terms) if candidate else self.setups[self.model.drives.terms]
+        if training is not None and o.loss == "linear":
+            factors = [self._factors(s, b) for b in training]
+            R, counts = factors[0]
+            for R_b, counts_b in factors[1:]:
+                R, counts = merge_factors(R, R_b), counts + counts_b
+            return fit_factors(
+                s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=o.physical
+            )
+        rows = None if training is None else np.concatenate([self.blocks[b] for b in training])
         return fit_equations(
             s.model, s.base, s.equations, rows, x0=s.x0, weighted=o.weighted,
             loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
         )  # fmt: skip
+
+    def _factors(self, setup: TorqueSetup, block: int) -> tuple[Array, np.ndarray]:
+        """Per-joint factors and rows of ``block``'s equations of ``setup``, computed once."""
+        key = (setup.model.drives.terms, block)
+        if key not in self.factors:
+            self.factors[key] = equation_factors(setup.equations, self.blocks[block])
+        return self.factors[key]
 
     def baseline(self, rows: np.ndarray | None) -> None:
         return None

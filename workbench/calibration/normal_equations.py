@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from workbench.calibration.chunked_logs import ChunkedLog, read_part
-from workbench.calibration.least_squares import DynamicFit, factor, fit_factors
+from workbench.calibration.least_squares import DynamicFit, factor, fit_factors, merge_factors
 from workbench.calibration.torque_model import BaseParameters, TorqueModel
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -122,21 +122,13 @@ class NormalEquations:
         counts = sum(self.counts[b] for b in chosen)
         out = R[0]
         for other in R[1:]:
-            out = _merge_factors(out, other)
+            out = merge_factors(out, other)
         return out, counts
 
 
 def sample_stride(samples: int) -> int:
     """Every how many samples one is kept for checks and plots (at most PLOT_SAMPLES kept)."""
     return max(1, math.ceil(samples / PLOT_SAMPLES))
-
-
-def _merge_factors(a: Array, b: Array) -> Array:
-    """Factors of stacked rows, joint by joint: (..., c, c) twice -> (..., c, c)."""
-    out = np.empty_like(a)
-    for index in np.ndindex(a.shape[:-2]):
-        out[index] = factor(np.vstack([a[index], b[index]]))
-    return out
 
 
 def _part_equations(
@@ -167,7 +159,7 @@ def _part_equations(
 
 def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {
-        "R": _merge_factors(a["R"], b["R"]),
+        "R": merge_factors(a["R"], b["R"]),
         "counts": a["counts"] + b["counts"],
         "sample": {k: np.concatenate([a["sample"][k], b["sample"][k]]) for k in a["sample"]},
     }
