@@ -1,6 +1,8 @@
 """The results of a calibration run, written: summary, parameters, the calibrated URDF, plots, page.
 
-The results directory holds
+The report comes from :func:`workbench.calibration.cross_validation.calibrate`
+(its validation and conventions are described there); the results directory
+holds
 
 * ``summary.json``: ``heldout_relative_rms`` (RMS of the held-out error
   divided by the RMS of the measurement; for poses, of the positions about
@@ -15,8 +17,8 @@ The results directory holds
   back by Pinocchio to 1e-9; viscous and Coulomb friction in
   ``<dynamics>``): a model with physically impossible link inertias or one
   that does not read back is not written, with a warning
-  (:func:`calibrated_urdf`); with drive terms, ``calibrated.drives.toml``
-  (all drive parameters, read back by
+  (:func:`workbench.calibration.exact_urdf.calibrated_urdf`); with drive
+  terms, ``calibrated.drives.toml`` (all drive parameters, read back by
   :func:`workbench.calibration.drives.read_drive_file`);
 * ``residuals.png`` (held-out RMS per channel on a log scale, residual
   histograms; for poses the 3-D distance and the angle per marker) and, for
