@@ -10,10 +10,11 @@ import pytest
 from scipy.linalg import block_diag
 
 import workbench as wb
+from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.drives import Drives
 from workbench.calibration.dynamic import calibrate_dynamic
 from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
-from workbench.calibration.report import calibrate, write_report
+from workbench.calibration.report import write_report
 from workbench.calibration.simulate import exciting_trajectory, simulate_log
 from workbench.calibration.torque_model import TorqueModel
 from workbench.calibration.twist import calibrate_twist

@@ -20,13 +20,13 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
+from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.fit_plausibility import (
     absurd_parameters,
     check_fit,
     diagnose,
 )
 from workbench.calibration.logs import read_log, write_log
-from workbench.calibration.report import calibrate
 from workbench.calibration.samples import Log
 from workbench.calibration.simulate import exciting_trajectory, perturbed_truth, simulate_log
 from workbench.errors import ImplausibleFit, WorkbenchError

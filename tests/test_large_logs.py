@@ -16,12 +16,12 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
-from workbench.calibration.chunked_report import calibrate_chunked
+from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.drives import Drives
 from workbench.calibration.dynamic import calibrate_dynamic, torque_equations
-from workbench.calibration.kinds import Options
 from workbench.calibration.logs import read_log, write_log
-from workbench.calibration.report import calibrate, write_report
+from workbench.calibration.problem import Options
+from workbench.calibration.report import write_report
 from workbench.calibration.simulate import simulate_log
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.calibration.validation import EndSplit, Folds
@@ -136,7 +136,7 @@ def test_chunked_options_equal_in_memory(iiwa, log, in_memory_fits, column_norms
 @pytest.mark.parametrize("scheme", [Folds(3), EndSplit(0.25)])
 def test_chunked_report_equals_in_memory(iiwa, log, in_memory, tmp_path, scheme):
     source = write_chunks(log, tmp_path / "parquet", "parquet", size=700)
-    report_b = calibrate_chunked(iiwa, open_chunked_log(source, iiwa), scheme)
+    report_b = calibrate(iiwa, "dynamic", open_chunked_log(source, iiwa), scheme)
     report_a = calibrate(iiwa, "dynamic", in_memory, scheme)
     a, b = report_a.summary, report_b.summary
     for key in ("heldout_relative_rms", "train_relative_rms"):
@@ -177,11 +177,11 @@ def test_refused_options_and_bad_parts(iiwa, log, tmp_path):
     with pytest.raises(WorkbenchError, match="least squares only"):
         calibrate_dynamic(iiwa, chunked, loss="soft_l1")
     with pytest.raises(WorkbenchError, match="leave-one-out"):
-        calibrate_chunked(iiwa, chunked, Folds(-1))
+        calibrate(iiwa, "dynamic", chunked, Folds(-1))
     with pytest.raises(WorkbenchError, match="second validation log"):
-        calibrate_chunked(iiwa, chunked, chunked)
+        calibrate(iiwa, "dynamic", chunked, chunked)
     with pytest.raises(WorkbenchError, match="least squares only"):
-        calibrate_chunked(iiwa, chunked, Folds(3), Options(loss="huber"))
+        calibrate(iiwa, "dynamic", chunked, Folds(3), Options(loss="huber"))
     # pre-processing is the user's: without dq the large-log reader names what is missing
     part = dict(np.load(source / "part-000.npz"))
     del part[f"dq_{iiwa.joint_names[2]}"]

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.kinds import Options
+from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
-from workbench.calibration.report import calibrate
+from workbench.calibration.problem import Options
 from workbench.calibration.simulate import perturbed_truth, simulate_log
 from workbench.calibration.validation import Folds
 from workbench.cli import main

@@ -21,9 +21,11 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.exact_urdf import calibrated_urdf
-from workbench.calibration.kinds import Options, std_figure
-from workbench.calibration.report import calibrate, write_report
+from workbench.calibration.parameter_figures import std_figure
+from workbench.calibration.problem import Options
+from workbench.calibration.report import write_report
 from workbench.calibration.simulate import simulate_log
 from workbench.calibration.validation import Folds
 from workbench.errors import WorkbenchWarning

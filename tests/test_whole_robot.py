@@ -254,9 +254,9 @@ def _posture_recording(chain, truth, postures: int, seed: int = 0):
 def test_kinematic_calibration_from_a_bag_with_mocap_postures(tmp_path, storage):
     """Joint states and a /tf mocap stream in one bag: the 25 held postures are found, averaged,
     and calibrate the arm of the whole robot (position error below the nominal model's)."""
-    from workbench.calibration.kinds import Options
+    from workbench.calibration.cross_validation import calibrate
     from workbench.calibration.logs import read_log
-    from workbench.calibration.report import calibrate
+    from workbench.calibration.problem import Options
     from workbench.calibration.validation import Folds
     from workbench.testing.bag_writer import JointStateStream, PoseStream, write_bag
 

@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 
 from workbench import inertia
-from workbench.calibration.kinds import Options
-from workbench.calibration.report import calibrate
+from workbench.calibration.cross_validation import calibrate
+from workbench.calibration.problem import Options
 from workbench.calibration.simulate import simulate_log
 from workbench.calibration.validation import Folds
 from workbench.chain import PRISMATIC, REVOLUTE, Chain

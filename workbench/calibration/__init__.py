@@ -17,7 +17,10 @@ for real clocks, :func:`standstill_segments` and :func:`average_postures` for mo
 postures. Fitting: :func:`calibrate` with :class:`Options` and a validation scheme
 (:class:`Folds`, :class:`EndSplit` or a second log), :func:`identify_payload`,
 :func:`identify_drive_gains`. Checking: :func:`compare_efforts`, :func:`diagnose`.
-Simulating: :func:`simulate_log`. Writing: :func:`write_report`, :func:`write_log`.
+A kind's problem satisfies :class:`CalibrationProblem` (blocks, fits,
+:class:`Residuals`), the contract :func:`calibrate` runs for logs in memory
+and large logs alike. Simulating: :func:`simulate_log`. Writing:
+:func:`write_report`, :func:`write_log`.
 A whole run as the command line makes it, every check included:
 :func:`run_calibration` of a :class:`Request`.
 """
@@ -39,12 +42,14 @@ _NAMES = {
     "resample": "clock",
     "standstill_segments": "standstill",
     "average_postures": "standstill",
-    "Options": "kinds",
+    "Options": "problem",
+    "CalibrationProblem": "problem",
+    "Residuals": "problem",
     "KINDS": "kinds",
     "Folds": "validation",
     "EndSplit": "validation",
-    "calibrate": "report",
-    "CalibrationReport": "report",
+    "calibrate": "cross_validation",
+    "CalibrationReport": "cross_validation",
     "write_report": "report",
     "identify_payload": "payload",
     "identify_drive_gains": "drive_gains",

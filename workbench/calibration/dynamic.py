@@ -111,6 +111,26 @@ def predict(fit: DynamicFit, equations: TorqueEquations, rows: np.ndarray | None
     return X @ fit.beta
 
 
+def _fitted_rows(
+    equations: TorqueEquations, rows: np.ndarray | None
+) -> tuple[Array, Array, np.ndarray]:
+    """The equations ``rows`` (default all) fitted (``equations.fit``): X (m, r), tau (m,) and
+    the joint (m,) of each."""
+    rows = np.arange(len(equations)) if rows is None else np.asarray(rows)
+    use = equations.fit[rows]
+    return equations.X[rows][use], equations.tau[rows][use], np.nonzero(use)[1]
+
+
+def equation_factors(
+    equations: TorqueEquations, rows: np.ndarray | None = None
+) -> tuple[Array, np.ndarray]:
+    """Per joint the triangular factor (n, r + 1, r + 1) of ``[X_j tau_j]`` over the fitted
+    equations ``rows`` (default all), and the rows (n,) of each joint."""
+    X, y, joint = _fitted_rows(equations, rows)
+    n = equations.tau.shape[1]
+    return joint_factors(X, y, joint, n), np.bincount(joint, minlength=n)
+
+
 def fit_equations(
     model: TorqueModel,
     base: BaseParameters,
@@ -133,16 +153,11 @@ def fit_equations(
         return fit_normal_equations(
             model, base, equations, rows, x0=x0, weighted=weighted, loss=loss, physical=physical
         )
-    rows = np.arange(len(equations)) if rows is None else np.asarray(rows)
-    use = equations.fit[rows]
-    X = equations.X[rows][use]  # (m, r)
-    y = equations.tau[rows][use]
-    joint = np.nonzero(use)[1]
-    n, r = model.chain.n, X.shape[1]
     if loss == "linear":  # one QR of the rows (least_squares module docstring)
-        R = joint_factors(X, y, joint, n)
-        counts = np.bincount(joint, minlength=n)
+        R, counts = equation_factors(equations, rows)
         return fit_factors(model, base, R, counts, x0=x0, weighted=weighted, physical=physical)
+    X, y, joint = _fitted_rows(equations, rows)
+    n, r = model.chain.n, X.shape[1]
     scale = np.linalg.norm(X, axis=0)
     check_determined(X / np.where(scale > 0, scale, 1.0), y.size, scale, base)
     Xs = X / scale

@@ -8,6 +8,11 @@ parser imports no solver (``workbench --help`` and the other commands start
 fast).
 """
 
-KIND_NAMES = ("kinematic", "twist", "dynamic")
+DESCRIPTIONS = {  # per calibration kind, what it calibrates from what
+    "kinematic": "joint twists and frames from measured poses",
+    "twist": "joint twists from joint torques (d tau / d eta)",
+    "dynamic": "inertial base parameters and drive terms from torques",
+}
+KIND_NAMES = tuple(DESCRIPTIONS)
 TERMS = ("friction", "rotor_inertia", "offset", "coupled_motors")  # torque-model terms
 LOSSES = ("linear", "huber", "soft_l1")  # residual losses of the least squares

@@ -123,6 +123,14 @@ def factor(A: Array) -> Array:
     return R
 
 
+def merge_factors(a: Array, b: Array) -> Array:
+    """Factors of stacked rows, joint by joint: (..., c, c) twice -> (..., c, c)."""
+    out = np.empty_like(a)
+    for index in np.ndindex(a.shape[:-2]):
+        out[index] = factor(np.vstack([a[index], b[index]]))
+    return out
+
+
 def joint_factors(X: Array, y: Array, joint: np.ndarray, n: int) -> Array:
     """Per joint the factor (n, r + 1, r + 1) of its rows of ``[X y]``.
 

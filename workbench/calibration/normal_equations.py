@@ -29,7 +29,7 @@ of the rows in memory), so the parameters agree to rounding (1e-12 relative
 and better on well-excited logs; ``tests/test_large_logs.py``).
 
 Held-out validation needs no second pass either
-(:mod:`workbench.calibration.chunked_report`): samples are sorted into the
+(:mod:`workbench.calibration.accumulated_dynamic`): samples are sorted into the
 validation scheme's blocks as they are read (contiguous folds of equal time
 span, or the last fraction of the log, exactly as
 :mod:`workbench.calibration.validation` cuts them), each block keeps its own
@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from workbench.calibration.chunked_logs import ChunkedLog, read_part
-from workbench.calibration.least_squares import DynamicFit, factor, fit_factors
+from workbench.calibration.least_squares import DynamicFit, factor, fit_factors, merge_factors
 from workbench.calibration.torque_model import BaseParameters, TorqueModel
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -122,21 +122,13 @@ class NormalEquations:
         counts = sum(self.counts[b] for b in chosen)
         out = R[0]
         for other in R[1:]:
-            out = _merge_factors(out, other)
+            out = merge_factors(out, other)
         return out, counts
 
 
 def sample_stride(samples: int) -> int:
     """Every how many samples one is kept for checks and plots (at most PLOT_SAMPLES kept)."""
     return max(1, math.ceil(samples / PLOT_SAMPLES))
-
-
-def _merge_factors(a: Array, b: Array) -> Array:
-    """Factors of stacked rows, joint by joint: (..., c, c) twice -> (..., c, c)."""
-    out = np.empty_like(a)
-    for index in np.ndindex(a.shape[:-2]):
-        out[index] = factor(np.vstack([a[index], b[index]]))
-    return out
 
 
 def _part_equations(
@@ -167,7 +159,7 @@ def _part_equations(
 
 def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {
-        "R": _merge_factors(a["R"], b["R"]),
+        "R": merge_factors(a["R"], b["R"]),
         "counts": a["counts"] + b["counts"],
         "sample": {k: np.concatenate([a["sample"][k], b["sample"][k]]) for k in a["sample"]},
     }

@@ -11,12 +11,14 @@ prints, and a program gets the same run from Python::
     outcome.report.summary["heldout"]
 
 The run decides which combinations of log and options are legal (a large
-log only for ``dynamic``, options that apply to another kind refused naming
-the option), loads the model as the log needs it (a whole robot cut to the
-joints the log names, a closed chain from its motors' log), reads the log
-and the validation log, identifies drive gains from a ``payload_log``,
-calibrates in memory or from a large log's triangular factors, and
-diagnoses an implausible torque fit (:mod:`workbench.calibration.fit_plausibility`).
+log only for a kind with an accumulated problem, options that apply to
+another kind refused naming the option: both as the registry
+:mod:`workbench.calibration.kinds` says), loads the model as the log needs
+it (a whole robot cut to the joints the log names, a closed chain from its
+motors' log), reads the log and the validation log, identifies drive gains
+from a ``payload_log``, calibrates (:func:`workbench.calibration.calibrate`,
+in memory or from a large log's triangular factors alike), and diagnoses an
+implausible torque fit (:mod:`workbench.calibration.fit_plausibility`).
 Warnings are collected, not printed: :attr:`Outcome.messages`.
 """
 
@@ -29,24 +31,16 @@ from pathlib import Path
 
 from workbench import closed_chains, models
 from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
-from workbench.calibration.chunked_report import calibrate_chunked
+from workbench.calibration.cross_validation import CalibrationReport, calibrate
 from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, read_drive_file, sidecar_path
 from workbench.calibration.fit_plausibility import Diagnosis, diagnose
-from workbench.calibration.kinds import Options, kind
+from workbench.calibration.kinds import KINDS, kind
 from workbench.calibration.logs import logged_joints, read_log
-from workbench.calibration.report import CalibrationReport, calibrate
+from workbench.calibration.problem import Options
 from workbench.calibration.samples import Log
 from workbench.calibration.validation import EndSplit, Folds
 from workbench.errors import WorkbenchError, WorkbenchWarning
-
-# options that only one kind (or kinds) reads: naming them with another kind is an error
-_ONLY_FOR = {
-    "inertial": ("--inertial", ("twist",)),
-    "physical": ("--physical", ("dynamic",)),
-    "rotation_weight": ("--rotation-weight", ("kinematic",)),
-    "payload_log": ("--payload-log", ("dynamic",)),
-}
 
 
 @dataclass(frozen=True)
@@ -97,12 +91,15 @@ class Outcome:
 
 def check_request(request: Request) -> None:
     """Refuse, before any work, options that do not apply or numbers out of range."""
-    kind(request.kind)  # an unknown kind names the known ones
-    for field, (option, kinds) in _ONLY_FOR.items():
-        if getattr(request, field) not in (None, False) and request.kind not in kinds:
-            raise WorkbenchError(
-                f"{option} applies to --kind {' or '.join(kinds)}, not --kind {request.kind}"
-            )
+    spec = kind(request.kind)  # an unknown kind names the known ones
+    for other in KINDS.values():  # options that only other kinds read
+        for field in other.reads:
+            if getattr(request, field) not in (None, False) and field not in spec.reads:
+                readers = [k.name for k in KINDS.values() if field in k.reads]
+                raise WorkbenchError(
+                    f"--{field.replace('_', '-')} applies to --kind {' or '.join(readers)}, "
+                    f"not --kind {request.kind}"
+                )
     held = [v is not None for v in (request.validation, request.folds, request.validation_log)]
     if sum(held) > 1:
         raise WorkbenchError("give one of --validation, --folds and --validation-log")
@@ -112,13 +109,10 @@ def check_request(request: Request) -> None:
             raise WorkbenchError(f"--{option.replace('_', '-')} {value} must be positive")
     if request.validation is not None:
         EndSplit(request.validation)  # checks the fraction
+    if request.folds is not None:
+        Folds(request.folds)  # checks the number of folds
     if is_chunked_log(request.log):
-        if request.kind != "dynamic":
-            raise WorkbenchError(
-                f"--log {request.log}: a Parquet file or a directory of chunks is a large log, "
-                f"which --kind dynamic reads chunk by chunk; --kind {request.kind} needs a log "
-                "that fits in memory (a CSV or NPZ table, a log description or a bag)"
-            )
+        spec.check_large_log(request.log)
         given = [
             option
             for option, value in (
@@ -179,10 +173,7 @@ def run_calibration(request: Request) -> Outcome:
             rotation_weight=request.rotation_weight, parameters=request.parameters,
             progress=request.progress,
         )  # fmt: skip
-        if large:
-            report = calibrate_chunked(chain, log, validation, options)
-        else:
-            report = calibrate(chain, request.kind, log, validation, options)
+        report = calibrate(chain, request.kind, log, validation, options)
         diagnoses = []
         if not large and spec.requires == ("tau",) and log_chain is chain:
             diagnoses = diagnose(log, chain, report.chain, nominal)
@@ -204,10 +195,11 @@ def _model(request: Request, large: bool):
     motors' log (``--kind twist``, with ``--inertial`` for the links' phi).
     """
     if closed_chains.is_closed_chain(request.model):
-        if request.kind != "twist":
+        if not kind(request.kind).closed_chains:
+            able = " or ".join(k.name for k in KINDS.values() if k.closed_chains)
             raise WorkbenchError(
                 f"--model {request.model} is a closed chain: only its motors are logged, so it "
-                "is calibrated with --kind twist (add --inertial for the links' inertial "
+                f"is calibrated with --kind {able} (add --inertial for the links' inertial "
                 "parameters)"
             )
         model = closed_chains.load(request.model)

@@ -2,11 +2,12 @@
 
 A kind offers nested candidates, simplest first (the kinematic kind:
 ``frames``, then ``offsets`` and ``twists``, each with a ridge toward the
-nominal; :mod:`workbench.calibration.kinds`). Each candidate is fitted on
-the training samples of every split and predicts that split's held-out
-samples; its score is the kind's pooled held-out ``relative_rms`` over all
-splits. One candidate is the nominal model (joints as loaded, frames
-fitted). The rule:
+nominal; :mod:`workbench.calibration.kinematic_problem`). Each candidate is
+fitted on the training blocks of every fold and predicts that fold's
+held-out block (:class:`workbench.calibration.problem.CalibrationProblem`);
+its score is the kind's pooled held-out ``relative_rms`` over all folds.
+One candidate is the nominal model (joints as loaded, frames fitted). The
+rule:
 
     keep the candidate with the lowest score among those that beat the
     nominal by more than chance: by more than one standard error of the
@@ -36,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.calibration.problem import CalibrationProblem, Residuals
 from workbench.lie import Array
 
 SCORE_NOTE = (
@@ -47,13 +49,12 @@ SCORE_NOTE = (
 
 @dataclass(frozen=True)
 class Score:
-    """One candidate cross-validated: its held-out errors (N, k) (NaN where not held out),
-    the kind's figures on the held-out rows, and per-split figures."""
+    """One candidate cross-validated: its residuals on every fold's held-out block, the kind's
+    figures on them pooled, and per-fold figures."""
 
     name: str
     candidate: Any
-    errors: Array
-    rows: np.ndarray  # the rows some split held out
+    residuals: tuple[Residuals, ...]
     figures: dict[str, Any]
     folds: list[dict[str, Any]]
 
@@ -61,12 +62,13 @@ class Score:
     def relative_rms(self) -> float:
         return float(self.figures["relative_rms"])
 
-    def losses(self, problem: Any) -> Array:
-        """Per held-out sample, its squared error as the score pools it (``problem.loss``)."""
-        return problem.loss(self.errors[self.rows])
+    def losses(self, problem: CalibrationProblem) -> Array:
+        """Per held-out sample, its squared error as the score pools it (``problem.loss``; of
+        a large log, the samples its residuals show)."""
+        return problem.loss(np.concatenate([r.errors for r in self.residuals]))
 
 
-def beats(score: Score, nominal: Score, problem: Any) -> tuple[bool, float, float]:
+def beats(score: Score, nominal: Score, problem: CalibrationProblem) -> tuple[bool, float, float]:
     """Whether ``score`` beats ``nominal`` by more than chance (module docstring), with the mean
     per-sample improvement of the squared error and its standard error."""
     d = nominal.losses(problem) - score.losses(problem)
@@ -114,50 +116,44 @@ RULE = (
 
 
 def cross_validate(
-    problem: Any,
-    splits: Sequence[tuple[np.ndarray, np.ndarray]],
-    fit: Callable[[np.ndarray], Any],
+    problem: CalibrationProblem,
+    folds: Sequence[tuple[Any, Any]],
+    fit: Callable[[Any], Any],
     candidate: Any = None,
     on_fit: Callable[[], None] = lambda: None,
     name: str | None = None,
 ) -> Score:
-    """Fit ``fit(train)`` on every split and collect the errors on its held-out rows
+    """Fit ``fit(training)`` on every fold and collect the residuals of its held-out block
     (``name``: default the candidate's, else "calibrated")."""
-    errors = None
-    held = np.zeros(len(problem.times), dtype=bool)
-    folds = []
-    for train, test in splits:
-        e = problem.errors(fit(train), test)
-        if errors is None:
-            errors = np.full((len(problem.times), e.shape[1]), np.nan)
-        errors[test] = e
-        held[test] = True
+    residuals = []
+    figures = []
+    for training, block in folds:
+        residuals.append(problem.residuals(fit(training), block))
         on_fit()
-        if len(splits) <= 20:
-            numbers = problem.heldout(e, test)
-            folds.append(
-                {"samples": int(test.size)}
+        if len(folds) <= 20:
+            numbers = problem.figures(residuals[-1:])
+            figures.append(
+                {"samples": residuals[-1].samples}
                 | {k: v for k, v in numbers.items() if not isinstance(v, dict)}
             )
-    rows = np.flatnonzero(held)
     name = name or getattr(candidate, "name", "calibrated")
-    return Score(name, candidate, errors, rows, problem.heldout(errors[rows], rows), folds)
+    return Score(name, candidate, tuple(residuals), problem.figures(residuals), figures)
 
 
 def select(
-    problem: Any,
-    splits: Sequence[tuple[np.ndarray, np.ndarray]],
+    problem: CalibrationProblem,
+    folds: Sequence[tuple[Any, Any]],
     on_fit: Callable[[], None] = lambda: None,
     forced: str | None = None,
 ) -> Selection:
-    """Cross-validate every candidate of ``problem`` (and its nominal) on ``splits``; keep the
+    """Cross-validate every candidate of ``problem`` (and its nominal) on ``folds``; keep the
     best (module docstring), or the last when the user ``forced`` it (the option's value)."""
     scores = tuple(
-        cross_validate(problem, splits, lambda train, c=c: problem.fit(train, c), c, on_fit)
+        cross_validate(problem, folds, lambda train, c=c: problem.fit(train, c), c, on_fit)
         for c in problem.candidates
     )
     if problem.nominal_candidate is None:
-        nominal = cross_validate(problem, splits, problem.baseline, name="nominal")
+        nominal = cross_validate(problem, folds, problem.baseline, name="nominal")
     else:
         nominal = next(s for s in scores if s.candidate == problem.nominal_candidate)
     improvements = tuple(beats(score, nominal, problem) for score in scores)

@@ -18,6 +18,7 @@ all held-out samples and channels, pooled.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,13 @@ class Folds:
             if test.any():
                 out.append((np.flatnonzero(~test), np.flatnonzero(test)))
         return out
+
+
+def default_validation(log: Any) -> EndSplit | Folds:
+    """The scheme a log's description asks for (``log.defaults``), else the last 20 % held out."""
+    if log.defaults.folds:
+        return Folds(log.defaults.folds)
+    return EndSplit(log.defaults.validation or 0.2)
 
 
 def _span(t: Array) -> tuple[float, float]:
