@@ -49,7 +49,6 @@ class Kind:
 
     name: str
     requires: tuple[str, ...]  # what read_log must find: "tau", "position"
-    f_scale: float  # default robust-loss scale, in the residual unit
     prepare: Callable[[Chain, Log, Options], CalibrationProblem]
     accumulate: Callable[[Chain, ChunkedLog, Options, Any], CalibrationProblem] | None = None
     reads: tuple[str, ...] = ()
@@ -85,11 +84,11 @@ class Kind:
 KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
-        Kind("kinematic", ("position",), 1e-3, KinematicCalibrationProblem,
+        Kind("kinematic", ("position",), KinematicCalibrationProblem,
              reads=("rotation_weight",)),
-        Kind("twist", ("tau",), 1.0, TwistCalibrationProblem, reads=("inertial",),
+        Kind("twist", ("tau",), TwistCalibrationProblem, reads=("inertial",),
              closed_chains=True),
-        Kind("dynamic", ("tau",), 1.0, DynamicProblem, AccumulatedDynamicProblem,
+        Kind("dynamic", ("tau",), DynamicProblem, AccumulatedDynamicProblem,
              reads=("physical", "payload_log")),
     )
 }  # fmt: skip

@@ -97,17 +97,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _closed(args: argparse.Namespace, out) -> int:
-    """A motor-torque log of a perturbed closed chain (kind twist)."""
+    """A motor-torque log of a perturbed closed chain (a kind that calibrates closed chains)."""
     from workbench import closed_chains
     from workbench.calibration.closed_chain import simulate_closed_log
+    from workbench.calibration.kinds import KINDS
     from workbench.calibration.logs import write_log
     from workbench.errors import WorkbenchError
     from workbench.io import atomic_write_text
     from workbench.urdf import write_urdf
 
-    if args.kind != "twist":
+    closed = [k.name for k in KINDS.values() if k.closed_chains]
+    if args.kind not in closed:
         raise WorkbenchError(
-            f"--model {args.model} is a closed chain: only its motors are logged (--kind twist)"
+            f"--model {args.model} is a closed chain: only its motors are logged "
+            f"(--kind {' or '.join(closed)})"
         )
     model = closed_chains.load(args.model)
     log, truth, eta, viscous, coulomb = simulate_closed_log(
@@ -125,7 +128,7 @@ def _closed(args: argparse.Namespace, out) -> int:
     write_log(out, log)
     print(
         f"wrote {out} ({args.samples} samples of the motors {', '.join(model.actuated)}, kind "
-        f"twist), {stem}.truth.urdf/.json"
+        f"{args.kind}), {stem}.truth.urdf/.json"
     )
     return 0
 
