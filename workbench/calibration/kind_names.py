@@ -9,5 +9,16 @@ fast).
 """
 
 KIND_NAMES = ("kinematic", "twist", "dynamic")
-TERMS = ("friction", "rotor_inertia", "offset", "coupled_motors")  # torque-model terms
+TERMS = (  # torque-model terms
+    "friction",
+    "rotor_inertia",
+    "offset",
+    "coupled_motors",
+    "stribeck",
+    "load_friction",
+    "temperature",
+    "sensor_delay",
+)
+SHAPED_TERMS = ("stribeck", "load_friction", "temperature", "sensor_delay")  # screened one by one
+CLASSIC_TERMS = tuple(t for t in TERMS if t not in SHAPED_TERMS)
 LOSSES = ("linear", "huber", "soft_l1")  # residual losses of the least squares

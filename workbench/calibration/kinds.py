@@ -39,11 +39,19 @@ import numpy as np
 from workbench import lie
 from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.closed_chain import ClosedChainTwistProblem
+from workbench.calibration.drive_shapes import (
+    ShapeSearch,
+    has_shapes,
+    shape_parameters,
+    shape_summary,
+    shaped_fit,
+)
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
 from workbench.calibration.dynamic import fit_equations, torque_equations
 from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
 from workbench.calibration.normal_equations import Split, accumulate
 from workbench.calibration.samples import Log
+from workbench.calibration.term_screening import BENEFIT_NOTE, screen_terms, trial_terms
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.calibration.twist import TwistModel, TwistProblem, calibrate_twist
 from workbench.calibration.units import effort_unit, joint_units
@@ -203,6 +211,11 @@ class _TorqueSetup:
     base: Any
     x0: Array
     equations: Any
+    shapes: ShapeSearch | None = None  # outer searches of Stribeck speeds and sensor delay
+
+    def equations_of(self, fit) -> Any:
+        """The equations with ``fit``'s drive shapes."""
+        return self.equations if self.shapes is None else self.shapes.equations_of(fit.model.drives)
 
 
 class DynamicProblem(_TorqueKind):
@@ -210,9 +223,13 @@ class DynamicProblem(_TorqueKind):
 
     Candidates (in-memory logs, ``parameters`` auto and no ``terms`` given):
     the inertial base parameters alone, then with each of the log's (or the
-    default) drive terms added in their order; given ``terms`` are fitted as
-    they are.
+    default) drive terms added in their order; further terms (Stribeck,
+    load-dependent friction, temperature, sensor delay) are screened one by
+    one first (:mod:`workbench.calibration.term_screening`); given ``terms``
+    are fitted as they are.
     """
+
+    term_benefits: list[dict[str, Any]] | None = None
 
     def __init__(
         self, chain: Chain, log: Log | ChunkedLog, options: Options, split: Split | None = None
@@ -233,8 +250,13 @@ class DynamicProblem(_TorqueKind):
             return
         self.times = self.equations.t
         if options.terms is None and options.parameters == "auto" and drives.terms:
-            terms = drives.terms
-            self.candidates = tuple(Terms(terms[:k]) for k in range(len(terms) + 1))
+            self.candidates = tuple(Terms(t) for t in trial_terms(drives.terms))
+
+    def screen(self, score, beats) -> None:
+        """Keep the further drive terms that the folds find useful (:mod:`.term_screening`)."""
+        terms = self.model.drives.terms
+        if len(self.candidates) > 1 and terms != trial_terms(terms)[-1]:
+            self.candidates, self.term_benefits = screen_terms(terms, Terms, score, beats)
 
     def setup(self, terms: tuple[str, ...], split: Split | None = None) -> _TorqueSetup:
         """The torque model with ``terms``, built once."""
@@ -248,17 +270,27 @@ class DynamicProblem(_TorqueKind):
                 equations = accumulate(model, base, log, split, progress=options.progress)
             else:
                 equations = torque_equations(model, base, log)
-            self.setups[terms] = _TorqueSetup(model, base, x0, equations)
+            shapes = None
+            if has_shapes(drives) and not isinstance(log, ChunkedLog):
+                shapes = ShapeSearch(model, base, log, equations)
+            self.setups[terms] = _TorqueSetup(model, base, x0, equations, shapes)
         return self.setups[terms]
 
     def fit(self, rows: np.ndarray | None, candidate: Terms | None = None):
         """Identify the model of ``candidate`` (default: all terms) on ``rows`` (None: all)."""
         o = self.options
         s = self.setup(candidate.terms) if candidate else self.setups[self.model.drives.terms]
-        return fit_equations(
-            s.model, s.base, s.equations, rows, x0=s.x0, weighted=o.weighted,
-            loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
-        )  # fmt: skip
+
+        def fit(model: TorqueModel, equations) -> Any:
+            return fit_equations(
+                model, s.base, equations, rows, x0=s.x0, weighted=o.weighted,
+                loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
+            )  # fmt: skip
+
+        if s.shapes is None:
+            return fit(s.model, s.equations)
+        result, shapes = shaped_fit(s.shapes, rows, fit)
+        return replace(result, shapes=shapes)
 
     def baseline(self, rows: np.ndarray | None) -> None:
         return None
@@ -266,8 +298,8 @@ class DynamicProblem(_TorqueKind):
     def errors(self, fit, rows: np.ndarray) -> Array:
         if fit is None:
             return self.equations.X[rows] @ (self.base.matrix @ self.x0) - self.equations.tau[rows]
-        X = self.setups[fit.model.drives.terms].equations.X
-        return X[rows] @ fit.beta - self.equations.tau[rows]
+        equations = self.setups[fit.model.drives.terms].equations_of(fit)
+        return equations.X[rows] @ fit.beta - equations.tau[rows]
 
     def measured(self, rows: np.ndarray) -> Array:
         return self.equations.tau[rows]
@@ -277,7 +309,8 @@ class DynamicProblem(_TorqueKind):
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         names = fit.base.names
-        return list(zip(names, fit.beta.tolist(), _relative(fit.std, fit.beta), strict=True))
+        rows = list(zip(names, fit.beta.tolist(), _relative(fit.std, fit.beta), strict=True))
+        return rows + ([] if fit.shapes is None else shape_parameters(fit.shapes))
 
     def chain(self, fit) -> Chain:
         return fit.chain
@@ -296,7 +329,7 @@ class DynamicProblem(_TorqueKind):
         }
 
     def summary(self, fit) -> dict[str, Any]:
-        n = fit.model.chain.n
+        n, labels = fit.model.chain.n, self.labels
         names = fit.model.names
         x0 = self.setups[fit.model.drives.terms].x0
         return {
@@ -317,6 +350,12 @@ class DynamicProblem(_TorqueKind):
             "phi": fit.chain.phi.reshape(n, 10).tolist(),
             "physically_consistent": fit.physically_consistent,
             "iterations": fit.iterations,
+            **({} if fit.shapes is None else {"drive_shapes": shape_summary(fit.shapes, labels)}),
+            **(
+                {}
+                if self.term_benefits is None
+                else {"term_benefits": {"rule": BENEFIT_NOTE, "terms": self.term_benefits}}
+            ),
         }
 
 

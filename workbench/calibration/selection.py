@@ -152,10 +152,18 @@ def select(
 ) -> Selection:
     """Cross-validate every candidate of ``problem`` (and its nominal) on ``splits``; keep the
     best (module docstring), or the last when the user ``forced`` it (the option's value)."""
-    scores = tuple(
-        cross_validate(problem, splits, lambda train, c=c: problem.fit(train, c), c, on_fit)
-        for c in problem.candidates
-    )
+    scored: dict[Any, Score] = {}
+
+    def score(c: Any) -> Score:
+        if c not in scored:
+            fit = lambda train, c=c: problem.fit(train, c)  # noqa: E731
+            scored[c] = cross_validate(problem, splits, fit, c, on_fit)
+        return scored[c]
+
+    screen = getattr(problem, "screen", None)  # a problem that screens its candidates first
+    if screen is not None and not forced:
+        screen(score, lambda s, reference: beats(s, reference, problem))
+    scores = tuple(score(c) for c in problem.candidates)
     if problem.nominal_candidate is None:
         nominal = cross_validate(problem, splits, problem.baseline, name="nominal")
     else:

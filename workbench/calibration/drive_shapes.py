@@ -1,0 +1,337 @@
+"""Outer searches of the drive terms' shapes: Stribeck speeds and the torque sensor's delay.
+
+The torque model is linear in every drive parameter once two kinds of shape
+are fixed (:mod:`workbench.calibration.drives`): the Stribeck speeds
+``vs_j`` [rad/s] of the ``stribeck`` term and the delay ``d`` [s] of the
+``sensor_delay`` term (:mod:`workbench.calibration.sensor_delay`). They are
+fitted on the *training* rows only (so that held-out folds judge them like
+every other parameter) by minimising the criterion of the linear fit:
+
+    S(vs, d) = sum_rows w_j^2 (X(vs) theta - tau(d))^2,   theta by least squares,
+
+with Gautier's per-joint weights ``w_j = 1 / sigma_j`` from the ordinary
+least-squares fit at the starting shapes, held fixed during the search (the
+linear parameters are then fitted by :func:`workbench.calibration.dynamic.fit_equations`
+as usual, robust losses and physical consistency included). The searches:
+
+* ``d``: a grid of :data:`DELAY_GRID` points over ``[-D, D]``, ``D`` five
+  sample periods of the torque equations (:func:`~workbench.calibration.sensor_delay.delay_bound`),
+  then golden-section search between the best point's neighbours;
+* ``vs_j``: per joint on a log scale, a grid of :data:`STRIBECK_GRID` speeds
+  from ``max(2 min_speed_j, 0.005 v_j)`` to ``0.5 v_j`` (``v_j`` the 99th
+  percentile of the joint's logged speed), then golden section in
+  ``log vs`` between the best point's neighbours; the joints in turn
+  (coordinate descent), :data:`SWEEPS` sweeps;
+* in the order ``d``, the sweeps of ``vs``, ``d`` again.
+
+Each trial shape changes only its own columns of the equations (one
+decimated column per joint for ``vs_j``, the decimated torques for ``d``),
+so a trial costs one projection on a fixed QR factor.
+
+Standard deviations: from the profile curvature of S at the optimum (the
+linear parameters re-fitted at each trial), ``var = 2 s^2 / S''`` with
+``s^2 = S / (m - r)`` the weighted residual variance (``m`` rows, ``r``
+linear parameters); for ``vs`` in ``log vs`` and reported as
+``vs * std(log vs)``. The linear parameters' standard deviations are
+conditional on the shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from workbench.calibration import signals
+from workbench.calibration.drives import STRIBECK_EXPONENT, Drives, stribeck_shape
+from workbench.calibration.dynamic import TorqueEquations, payload_torques
+from workbench.calibration.least_squares import DynamicFit, joint_sigma
+from workbench.calibration.samples import Log
+from workbench.calibration.sensor_delay import delay_bound, delayed_torques
+from workbench.calibration.torque_model import BaseParameters, TorqueModel
+from workbench.errors import WorkbenchError
+from workbench.lie import Array
+
+SHAPED = ("stribeck", "sensor_delay")  # terms with a shape fitted by an outer search
+DELAY_GRID = 21
+STRIBECK_GRID = 16
+SWEEPS = 2
+GOLDEN_ITERATIONS = 10
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def has_shapes(drives: Drives) -> bool:
+    """Whether ``drives`` has a term whose shape an outer search fits."""
+    return any(t in drives.terms for t in SHAPED)
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Fitted shapes and their standard deviations (module docstring)."""
+
+    stribeck_speed: Array | None  # (n,) rad/s
+    stribeck_std: Array | None  # (n,) rad/s
+    delay: float  # s
+    delay_std: float | None  # s
+    delayed: bool  # whether the delay was searched (the sensor_delay term)
+
+
+class ShapeSearch:
+    """The outer searches on one torque model's equations of ``log`` (module docstring)."""
+
+    def __init__(
+        self, model: TorqueModel, base: BaseParameters, log: Log, equations: TorqueEquations
+    ) -> None:
+        self.model, self.base, self.log, self.equations = model, base, log, equations
+        drives = model.drives
+        self.n = model.chain.n
+        self.stribeck = "stribeck" in drives.terms
+        self.delayed = "sensor_delay" in drives.terms
+        self.bound = delay_bound(log)
+        self._payload = payload_torques(model.chain, log, slice(0, len(log)))
+        self._tau: dict[float, Array] = {}
+        self._column: dict[tuple[int, float], Array] = {}
+        self.shapes: dict[bytes, Shapes] = {}
+        if self.stribeck:
+            names = model.names
+            position = []
+            for j in range(self.n):
+                found = np.flatnonzero(base.independent == names.index(f"fst{j + 1}"))
+                if found.size == 0:
+                    raise WorkbenchError(
+                        f"the Stribeck friction of joint {j + 1} is not identifiable here "
+                        "(its column is a combination of others)"
+                    )
+                position.append(int(found[0]))
+            self.position = np.array(position)
+            self.sign = drives.smooth_sign(log.dq)
+            speed = np.percentile(np.abs(log.dq), 99.0, axis=0)
+            floor = 0.0 if log.min_speed is None else 2.0 * log.min_speed
+            low = np.maximum(floor, 0.005 * speed)
+            high = np.maximum(0.5 * speed, 2.0 * low)
+            self.grid = np.geomspace(low, high, STRIBECK_GRID, axis=1)  # (n, G)
+
+    # ------------------------------------------------------------- equations
+    def _decimated(self, values: Array) -> Array:
+        log = self.log
+        Z, _ = signals.decimate_segments(
+            lambda a, b: values[a:b], log.spans(), log.decimation, log.border
+        )
+        return Z
+
+    def tau(self, delay: float) -> Array:
+        """The decimated torques (M, n) measured ``delay`` later."""
+        if delay not in self._tau:
+            self._tau[delay] = self._decimated(delayed_torques(self.log, delay) - self._payload)
+        return self._tau[delay]
+
+    def column(self, j: int, speeds: Array) -> Array:
+        """Joint j's decimated Stribeck columns (M, k) for the speeds (k,)."""
+        missing = [v for v in speeds if (j, float(v)) not in self._column]
+        if missing:
+            dq = self.log.dq[:, j : j + 1]
+            values = stribeck_shape(dq, np.array(missing)) * self.sign[:, j : j + 1]
+            for v, z in zip(missing, self._decimated(values).T, strict=True):
+                self._column[(j, float(v))] = z
+        return np.stack([self._column[(j, float(v))] for v in speeds], axis=1)
+
+    def X(self, speeds: Array | None) -> Array:
+        """The base regressor (M, n, r) with the Stribeck columns of ``speeds``."""
+        if speeds is None:
+            return self.equations.X
+        X = self.equations.X.copy()
+        X[:, :, self.position] = 0.0
+        for j in range(self.n):
+            X[:, j, self.position[j]] = self.column(j, speeds[j : j + 1])[:, 0]
+        return X
+
+    def equations_of(self, drives: Drives) -> TorqueEquations:
+        """The torque equations with the shapes of ``drives``."""
+        speeds = drives.stribeck_speed if self.stribeck else None
+        tau = self.tau(drives.delay) if self.delayed else self.equations.tau
+        return replace(self.equations, X=self.X(speeds), tau=tau)
+
+    # ---------------------------------------------------------------- search
+    def search(self, rows: np.ndarray | None) -> Shapes:
+        """The shapes minimising the training criterion on ``rows`` (None: all)."""
+        rows = np.arange(len(self.equations)) if rows is None else np.asarray(rows)
+        key = rows.tobytes()
+        if key in self.shapes:
+            return self.shapes[key]
+        sample, joint = np.nonzero(self.equations.fit[rows])
+        taken = rows[sample]
+        speeds = np.sqrt(self.grid[:, 0] * self.grid[:, -1]) if self.stribeck else None
+        delay = 0.0
+
+        def stacked(X: Array) -> Array:
+            return X[taken, joint]
+
+        X0, y0 = stacked(self.X(speeds)), self.tau(0.0)[taken, joint]
+        r = X0.shape[1]
+        theta = np.linalg.lstsq(X0, y0, rcond=None)[0]
+        residual2 = np.bincount(joint, (X0 @ theta - y0) ** 2, minlength=self.n)
+        w = 1.0 / joint_sigma(residual2, np.bincount(joint, minlength=self.n), r)[joint]
+
+        def basis(A: Array) -> Array:
+            A = A * w[:, None]
+            norms = np.linalg.norm(A, axis=0)
+            return np.linalg.qr(A / np.where(norms > 0, norms, 1.0))[0]
+
+        def residual(Q: Array, y: Array) -> Array:
+            return y - Q @ (Q.T @ y)
+
+        def delay_criterion(Q: Array) -> Callable[[float], float]:
+            def f(d: float) -> float:
+                e = residual(Q, self.tau(d)[taken, joint] * w)
+                return float(e @ e)
+
+            return f
+
+        def stribeck_criterion(j: int, Q: Array, y: Array) -> Callable[[float], float]:
+            yp = residual(Q, y)
+            mine = joint == j
+
+            def f(log_v: float) -> float:
+                c = np.zeros(len(joint))
+                c[mine] = self.column(j, np.array([math.exp(log_v)]))[taken[mine], 0]
+                cp = residual(Q, c * w)
+                cc = float(cp @ cp)
+                return float(yp @ yp) - (float(cp @ yp) ** 2 / cc if cc > 0 else 0.0)
+
+            return f
+
+        def delay_step() -> tuple[float, float]:
+            Q = basis(stacked(self.X(speeds)))
+            grid = np.linspace(-self.bound, self.bound, DELAY_GRID)
+            return _minimize(delay_criterion(Q), grid)
+
+        def stribeck_step(j: int) -> tuple[float, float]:
+            others = np.delete(np.arange(r), self.position[j])
+            Q = basis(stacked(self.X(speeds))[:, others])
+            f = stribeck_criterion(j, Q, self.tau(delay)[taken, joint] * w)
+            log_v, value = _minimize(f, np.log(self.grid[j]))
+            return math.exp(log_v), value
+
+        best = math.inf
+        if self.delayed:
+            delay, best = delay_step()
+        if self.stribeck:
+            for _ in range(SWEEPS):
+                for j in range(self.n):
+                    speeds = speeds.copy()
+                    speeds[j], best = stribeck_step(j)
+            if self.delayed:
+                delay, best = delay_step()
+        s2 = best / max(len(joint) - r, 1)
+        stribeck_std = delay_std = None
+        if self.stribeck:
+            stribeck_std = np.empty(self.n)
+            for j in range(self.n):
+                others = np.delete(np.arange(r), self.position[j])
+                Q = basis(stacked(self.X(speeds))[:, others])
+                f = stribeck_criterion(j, Q, self.tau(delay)[taken, joint] * w)
+                step = 0.05 * math.log(self.grid[j, 1] / self.grid[j, 0])
+                stribeck_std[j] = speeds[j] * _profile_std(f, math.log(speeds[j]), step, s2)
+        if self.delayed:
+            f = delay_criterion(basis(stacked(self.X(speeds))))
+            delay_std = _profile_std(f, delay, 0.05 * self.bound / DELAY_GRID, s2)
+        shapes = Shapes(speeds, stribeck_std, float(delay), delay_std, self.delayed)
+        self.shapes[key] = shapes
+        return shapes
+
+    def drives(self, shapes: Shapes) -> Drives:
+        """The model's drives with the ``shapes``."""
+        return replace(
+            self.model.drives,
+            stribeck_speed=shapes.stribeck_speed,
+            delay=shapes.delay,
+        )
+
+
+def _minimize(f: Callable[[float], float], grid: Array) -> tuple[float, float]:
+    """The minimum of f over the grid, refined by golden section between the best point's
+    neighbours."""
+    values = [f(float(x)) for x in grid]
+    k = int(np.argmin(values))
+    a, b = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, len(grid) - 1)])
+    c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(GOLDEN_ITERATIONS):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - _GOLDEN * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + _GOLDEN * (b - a)
+            fd = f(d)
+    x, value = (c, fc) if fc < fd else (d, fd)
+    if values[k] <= value:
+        return float(grid[k]), float(values[k])
+    return x, value
+
+
+def _profile_std(f: Callable[[float], float], x: float, h: float, s2: float) -> float | None:
+    """sqrt(2 s^2 / f''(x)) from central differences (None where f is not convex there)."""
+    curvature = (f(x + h) - 2.0 * f(x) + f(x - h)) / h**2
+    return math.sqrt(2.0 * s2 / curvature) if curvature > 0 else None
+
+
+def shaped_fit(
+    search: ShapeSearch,
+    rows: np.ndarray | None,
+    fit: Callable[[TorqueModel, TorqueEquations], DynamicFit],
+) -> tuple[DynamicFit, Shapes]:
+    """Search the shapes on ``rows``, then ``fit(model, equations)`` with them."""
+    shapes = search.search(rows)
+    drives = search.drives(shapes)
+    return fit(TorqueModel(search.model.chain, drives), search.equations_of(drives)), shapes
+
+
+def shape_summary(shapes: Shapes, joints: tuple[str, ...]) -> dict[str, Any]:
+    """The ``drive_shapes`` entry of summary.json."""
+    out: dict[str, Any] = {}
+    if shapes.stribeck_speed is not None:
+        out["stribeck"] = {
+            "exponent": STRIBECK_EXPONENT,
+            "speed_rad_s": dict(zip(joints, shapes.stribeck_speed.tolist(), strict=True)),
+            "speed_std_rad_s": dict(
+                zip(joints, [_number(s) for s in shapes.stribeck_std], strict=True)
+            ),
+        }
+    if shapes.delayed:
+        out["sensor_delay"] = {
+            "delay_ms": 1e3 * shapes.delay,
+            "delay_std_ms": None if shapes.delay_std is None else 1e3 * shapes.delay_std,
+            "convention": "torques lag positions by delay_ms: tau_measured(t) = tau_model(t - d)",
+        }
+    out["std_note"] = (
+        "standard deviations of the shapes from the profile curvature of the weighted training "
+        "criterion; the linear parameters' are conditional on the shapes"
+    )
+    return out
+
+
+def shape_parameters(shapes: Shapes) -> list[tuple[str, float, float]]:
+    """Rows of parameters.csv for the shapes: ``vs<j>`` (rad/s) and ``delay_ms``, with their
+    relative standard deviations in percent (inf when not defined)."""
+    rows = []
+    if shapes.stribeck_speed is not None:
+        for j, (v, s) in enumerate(zip(shapes.stribeck_speed, shapes.stribeck_std, strict=True)):
+            rows.append((f"vs{j + 1}", float(v), _percent(s, v)))
+    if shapes.delayed:
+        rows.append(("delay_ms", 1e3 * shapes.delay, _percent(shapes.delay_std, shapes.delay)))
+    return rows
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def _percent(std: float | None, value: float) -> float:
+    if std is None or value == 0:
+        return math.inf
+    return float(100.0 * std / abs(value))

@@ -1,0 +1,78 @@
+"""Which further drive terms a dynamic calibration keeps: each tried alone on the held-out folds.
+
+The classic drive terms of a log (``friction``, ``rotor_inertia``,
+``offset``, ``coupled_motors``, in the log's order) are nested candidates,
+simplest first, as before. Each further term the log switches on
+(:data:`~workbench.calibration.kind_names.SHAPED_TERMS`: ``stribeck``,
+``load_friction``, ``temperature``, ``sensor_delay``) is *tried* alone on
+top of all the classic terms, on the same folds. Its held-out benefit is
+that trial's held-out relative RMS against the classic candidate's (with
+vs without the term), and the term stays when the trial beats the classic
+candidate by more than one standard error of the mean paired per-sample
+difference of held-out squared errors (:func:`workbench.calibration.selection.beats`,
+the rule the selection applies against the nominal). The selection then
+chooses among the classic prefixes and the classic terms with every term
+that stayed (one candidate); trials of terms that did not stay are not
+offered, so a term that only fits noise is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from workbench.calibration.kind_names import SHAPED_TERMS
+
+
+def split_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(classic terms, further terms) of ``terms``, each in the given order."""
+    classic = tuple(t for t in terms if t not in SHAPED_TERMS)
+    return classic, tuple(t for t in terms if t in SHAPED_TERMS)
+
+
+def trial_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """The candidates' terms before screening: the classic prefixes, then one trial per
+    further term (module docstring)."""
+    classic, further = split_terms(terms)
+    prefixes = tuple(classic[:k] for k in range(len(classic) + 1))
+    return prefixes + tuple((*classic, t) for t in further)
+
+
+def screen_terms(
+    terms: tuple[str, ...],
+    make: Callable[[tuple[str, ...]], Any],
+    score: Callable[[Any], Any],
+    beats: Callable[[Any, Any], tuple[bool, float, float]],
+) -> tuple[tuple[Any, ...], list[dict[str, Any]]]:
+    """The candidates after screening (``make(terms)`` each) and every further term's held-out
+    benefit; ``score(candidate)`` cross-validates one candidate (a
+    :class:`~workbench.calibration.selection.Score`), ``beats(score, reference)`` is the
+    selection's paired test."""
+    classic, further = split_terms(terms)
+    reference = score(make(classic))
+    kept, benefits = [], []
+    for term in further:
+        trial = score(make((*classic, term)))
+        better, mean, se = beats(trial, reference)
+        benefits.append(
+            {
+                "term": term,
+                "relative_rms_with": trial.relative_rms,
+                "relative_rms_without": reference.relative_rms,
+                "improvement": {"mean": mean, "standard_error": se},
+                "kept": better,
+            }
+        )
+        if better:
+            kept.append(term)
+    candidates = [make(classic[:k]) for k in range(len(classic) + 1)]
+    if kept:
+        candidates.append(make((*classic, *kept)))
+    return tuple(candidates), benefits
+
+
+BENEFIT_NOTE = (
+    "each further term tried alone on top of the classic terms on the same folds: held-out "
+    "relative RMS with and without it; kept when the trial beats the classic candidate by more "
+    "than one standard error of the mean paired per-sample difference of held-out squared errors"
+)
