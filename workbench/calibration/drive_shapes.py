@@ -59,7 +59,7 @@ SHAPED = ("stribeck", "sensor_delay")  # terms with a shape fitted by an outer s
 DELAY_GRID = 21
 STRIBECK_GRID = 16
 SWEEPS = 2
-GOLDEN_ITERATIONS = 10
+GOLDEN_ITERATIONS = 25
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 

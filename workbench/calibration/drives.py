@@ -38,7 +38,7 @@ training rows, :mod:`workbench.calibration.drive_shapes`):
 
 * ``stribeck``: ``fst<j>`` [N m], the Stribeck friction peak at rest,
   column ``exp(-(|dq_j| / vs_j)^delta) s(dq_j)`` in row j, with
-  ``delta = 2`` (:data:`STRIBECK_EXPONENT`, Gaussian Stribeck curve), ``s``
+  ``delta = 1`` (:data:`STRIBECK_EXPONENT`, the exponential curve of Tustin), ``s``
   the (smooth) sign of the Coulomb term and ``vs_j`` [rad/s] the Stribeck
   speed of joint j (``Drives.stribeck_speed``; searched on a log scale);
 * ``load_friction``: ``fl<j>`` [dimensionless, N m per N m], Coulomb
@@ -73,7 +73,7 @@ from workbench.lie import Array
 from workbench.mjcf import Coupling
 
 DEFAULT_TERMS = ("friction",)
-STRIBECK_EXPONENT = 2.0  # delta of exp(-(|dq| / vs)^delta)
+STRIBECK_EXPONENT = 1.0  # delta of exp(-(|dq| / vs)^delta)
 # per-joint parameters of each term, in column order
 _PER_JOINT = (
     ("rotor_inertia", ("Ia",)),

@@ -5,15 +5,21 @@ The classic drive terms of a log (``friction``, ``rotor_inertia``,
 simplest first, as before. Each further term the log switches on
 (:data:`~workbench.calibration.kind_names.SHAPED_TERMS`: ``stribeck``,
 ``load_friction``, ``temperature``, ``sensor_delay``) is *tried* alone on
-top of all the classic terms, on the same folds. Its held-out benefit is
-that trial's held-out relative RMS against the classic candidate's (with
-vs without the term), and the term stays when the trial beats the classic
-candidate by more than one standard error of the mean paired per-sample
-difference of held-out squared errors (:func:`workbench.calibration.selection.beats`,
-the rule the selection applies against the nominal). The selection then
-chooses among the classic prefixes and the classic terms with every term
-that stayed (one candidate); trials of terms that did not stay are not
-offered, so a term that only fits noise is dropped.
+top of all the classic terms, on the same folds (forward step): its held-out
+benefit is that trial's held-out relative RMS against the classic
+candidate's (with vs without the term), and the term passes when the trial
+beats the classic candidate by more than one standard error of the mean
+paired per-sample difference of held-out squared errors
+(:func:`workbench.calibration.selection.beats`, the rule the selection
+applies against the nominal). A term can pass by soaking up part of another,
+true, term missing from the classic candidate; so the terms that passed are
+then checked together (backward step): each must make the candidate with all
+of them beat the same candidate without it, by the same rule; while one does
+not, the one with the least benefit (mean improvement minus its standard
+error) is dropped and the rest checked again. The selection then chooses
+among the classic prefixes and the classic terms with every term that stayed
+(one candidate); trials of terms that did not stay are not offered, so a term
+that only fits noise is dropped.
 """
 
 from __future__ import annotations
@@ -50,29 +56,46 @@ def screen_terms(
     selection's paired test."""
     classic, further = split_terms(terms)
     reference = score(make(classic))
-    kept, benefits = [], []
+    kept, benefits = [], {}
     for term in further:
         trial = score(make((*classic, term)))
-        better, mean, se = beats(trial, reference)
-        benefits.append(
-            {
-                "term": term,
-                "relative_rms_with": trial.relative_rms,
-                "relative_rms_without": reference.relative_rms,
-                "improvement": {"mean": mean, "standard_error": se},
-                "kept": better,
-            }
-        )
-        if better:
+        benefits[term] = {"term": term, "alone": _benefit(trial, reference, beats)}
+        if benefits[term]["alone"]["beats"]:
             kept.append(term)
+    while len(kept) > 1:
+        together = score(make((*classic, *kept)))
+        checks = {}
+        for term in kept:
+            without = score(make((*classic, *(t for t in kept if t != term))))
+            checks[term] = benefits[term]["with_the_others"] = _benefit(together, without, beats)
+        failed = [t for t in kept if not checks[t]["beats"]]
+        if not failed:
+            break
+        worst = min(failed, key=lambda t: checks[t]["mean"] - checks[t]["standard_error"])
+        kept.remove(worst)
+    for term in further:
+        benefits[term]["kept"] = term in kept
     candidates = [make(classic[:k]) for k in range(len(classic) + 1)]
     if kept:
         candidates.append(make((*classic, *kept)))
-    return tuple(candidates), benefits
+    return tuple(candidates), list(benefits.values())
+
+
+def _benefit(score: Any, reference: Any, beats: Callable) -> dict[str, Any]:
+    """Held-out relative RMS with (``score``) and without (``reference``) a term, and the test."""
+    better, mean, se = beats(score, reference)
+    return {
+        "relative_rms_with": score.relative_rms,
+        "relative_rms_without": reference.relative_rms,
+        "beats": better,
+        "mean": mean,
+        "standard_error": se,
+    }
 
 
 BENEFIT_NOTE = (
-    "each further term tried alone on top of the classic terms on the same folds: held-out "
-    "relative RMS with and without it; kept when the trial beats the classic candidate by more "
-    "than one standard error of the mean paired per-sample difference of held-out squared errors"
+    "alone: each further term tried on top of the classic terms on the same folds, held-out "
+    "relative RMS with and without it; with_the_others: the candidate with every term that "
+    "passed against it without this one; beats: by more than one standard error (mean) of the "
+    "paired per-sample difference of held-out squared errors; kept: the term stays"
 )
