@@ -141,6 +141,13 @@ class Drives:
                     f"transmission matrix has shape {R.shape}; expected ({self.n}, {self.n})"
                 )
             object.__setattr__(self, "transmission", R)
+            for k in self.coupled:
+                if R[k, k] == 0:
+                    raise WorkbenchError(
+                        f"transmission row {k + 1} couples joints but its own entry R[{k + 1}, "
+                        f"{k + 1}] is 0: motor {k + 1} must turn with joint {k + 1} (number the "
+                        "motors after the joints they drive)"
+                    )
         if "stribeck" in self.terms:
             vs = np.ones(self.n) if self.stribeck_speed is None else self.stribeck_speed
             vs = np.asarray(vs, dtype=float)
@@ -149,13 +156,6 @@ class Drives:
                     f"Stribeck speeds {vs.tolist()}: expected {self.n} positive values (rad/s)"
                 )
             object.__setattr__(self, "stribeck_speed", vs)
-            for k in self.coupled:
-                if R[k, k] == 0:
-                    raise WorkbenchError(
-                        f"transmission row {k + 1} couples joints but its own entry R[{k + 1}, "
-                        f"{k + 1}] is 0: motor {k + 1} must turn with joint {k + 1} (number the "
-                        "motors after the joints they drive)"
-                    )
 
     @property
     def coupled(self) -> list[int]:
