@@ -30,6 +30,8 @@ from workbench.calibration.drives import (
     drive_file_text,
     read_drive_file,
 )
+from workbench.calibration.logs import read_log, write_log
+from workbench.calibration.recording import read_description
 from workbench.calibration.report import calibrate
 from workbench.calibration.samples import Defaults, Log
 from workbench.calibration.sensor_delay import delayed_torques
@@ -203,3 +205,46 @@ def test_tx40_further_terms_beat_the_classic_ones(tmp_path):
     classic = benefits[0]["alone"]["relative_rms_without"]
     assert summary["heldout"]["calibrated"]["relative_rms"] < classic
     assert any(b["kept"] for b in benefits)
+
+
+def test_table_log_temperatures_round_trip(planar, tmp_path):
+    """write_log writes temperature_<joint> columns; read_log reads them back, and one
+    temperature column stands for every joint."""
+    log, _ = simulate_log(planar, kind="dynamic", samples=200, friction=1.0)
+    path = write_log(tmp_path / "log.csv", log)
+    read = read_log(path, planar)
+    np.testing.assert_allclose(read.temperature, log.temperature)
+    single = tmp_path / "single.csv"
+    header = ["t", *(f"q_{j}" for j in planar.joint_names), "temperature"]
+    rows = np.column_stack([log.t, log.q, log.temperature[:, 0]])
+    np.savetxt(single, rows, delimiter=",", header=",".join(header), comments="")
+    np.testing.assert_allclose(
+        read_log(single, planar).temperature, np.repeat(log.temperature[:, :1], 2, axis=1)
+    )
+
+
+def test_description_temperature_section(planar, tmp_path):
+    """[temperature] column = ...: the temperatures of the samples the description keeps."""
+    N, period = 3000, 0.002
+    t = period * np.arange(N)
+    rng = np.random.default_rng(1)
+    q = np.column_stack([np.sin(1.3 * t), np.cos(0.7 * t)])
+    tau = rng.normal(size=(N, 2))
+    temp = 30.0 + 5.0 * t / t[-1]
+    data = np.column_stack([q, tau, temp])
+    np.savetxt(tmp_path / "data.csv", data, delimiter=",", header="q1,q2,t1,t2,T", comments="")
+    (tmp_path / "log.toml").write_text(
+        "[time]\nsample_period = 0.002\n"
+        '[positions]\nfile = "data.csv"\ncolumns = ["q1", "q2"]\n'
+        '[torques]\nfile = "data.csv"\ncolumns = ["t1", "t2"]\n'
+        '[temperature]\nfile = "data.csv"\ncolumn = "T"\nunit = "degC"\n'
+        '[model]\nterms = ["friction", "temperature"]\n'
+    )
+    log = read_description(tmp_path / "log.toml", planar)
+    index = np.rint(log.t / period).astype(int)
+    np.testing.assert_allclose(log.temperature, np.repeat(temp[index, None], 2, axis=1))
+    (tmp_path / "bad.toml").write_text(
+        (tmp_path / "log.toml").read_text().replace('column = "T"', 'columns = ["T"]\ncolumn = "T"')
+    )
+    with pytest.raises(wb.WorkbenchError, match="columns"):
+        read_description(tmp_path / "bad.toml", planar)

@@ -47,7 +47,6 @@ import numpy as np
 
 from workbench.calibration import signals
 from workbench.calibration.drives import STRIBECK_EXPONENT, Drives, stribeck_shape
-from workbench.calibration.dynamic import TorqueEquations, payload_torques
 from workbench.calibration.least_squares import DynamicFit, joint_sigma
 from workbench.calibration.samples import Log
 from workbench.calibration.sensor_delay import delay_bound, delayed_torques
@@ -83,15 +82,18 @@ class ShapeSearch:
     """The outer searches on one torque model's equations of ``log`` (module docstring)."""
 
     def __init__(
-        self, model: TorqueModel, base: BaseParameters, log: Log, equations: TorqueEquations
+        self, model: TorqueModel, base: BaseParameters, log: Log, equations: Any, payload: Array
     ) -> None:
+        """``equations``: the :class:`~workbench.calibration.dynamic.TorqueEquations` of
+        ``log`` with the model's starting shapes; ``payload`` (N, n) the torques of the log's
+        known payload (taken off the measured ones)."""
         self.model, self.base, self.log, self.equations = model, base, log, equations
         drives = model.drives
         self.n = model.chain.n
         self.stribeck = "stribeck" in drives.terms
         self.delayed = "sensor_delay" in drives.terms
         self.bound = delay_bound(log)
-        self._payload = payload_torques(model.chain, log, slice(0, len(log)))
+        self._payload = payload
         self._tau: dict[float, Array] = {}
         self._column: dict[tuple[int, float], Array] = {}
         self.shapes: dict[bytes, Shapes] = {}
@@ -148,7 +150,7 @@ class ShapeSearch:
             X[:, j, self.position[j]] = self.column(j, speeds[j : j + 1])[:, 0]
         return X
 
-    def equations_of(self, drives: Drives) -> TorqueEquations:
+    def equations_of(self, drives: Drives) -> Any:
         """The torque equations with the shapes of ``drives``."""
         speeds = drives.stribeck_speed if self.stribeck else None
         tau = self.tau(drives.delay) if self.delayed else self.equations.tau
@@ -283,7 +285,7 @@ def _profile_std(f: Callable[[float], float], x: float, h: float, s2: float) -> 
 def shaped_fit(
     search: ShapeSearch,
     rows: np.ndarray | None,
-    fit: Callable[[TorqueModel, TorqueEquations], DynamicFit],
+    fit: Callable[[TorqueModel, Any], DynamicFit],
 ) -> tuple[DynamicFit, Shapes]:
     """Search the shapes on ``rows``, then ``fit(model, equations)`` with them."""
     shapes = search.search(rows)

@@ -35,12 +35,13 @@ them so and :func:`fit_equations` fits the accumulated equations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from workbench.calibration import signals
 from workbench.calibration.chunked_logs import ChunkedLog
+from workbench.calibration.drive_shapes import ShapeSearch, has_shapes, shaped_fit
 from workbench.calibration.drives import DriveInputs, Drives
 from workbench.calibration.least_squares import (
     DynamicFit,
@@ -230,16 +231,31 @@ def calibrate_dynamic(
     are the nominal drive parameters (zero by default) that the completion
     starts from. A :class:`~workbench.calibration.chunked_logs.ChunkedLog` is
     read chunk by chunk into accumulated equations
-    (:func:`workbench.calibration.normal_equations.accumulate`).
+    (:func:`workbench.calibration.normal_equations.accumulate`). Stribeck speeds and the
+    sensor delay are fitted by the outer searches of
+    :mod:`workbench.calibration.drive_shapes` (in-memory logs only).
     """
     drives = drives or Drives(chain.n)
     model = TorqueModel(chain, drives)
     base = base_parameters(model)
     if isinstance(log, ChunkedLog):
+        if has_shapes(drives):
+            raise WorkbenchError(
+                f"{log.source}: the stribeck and sensor_delay terms need the log in memory"
+            )
         equations = accumulate(model, base, log)
     else:
         equations = torque_equations(model, base, log)
-    return fit_equations(
-        model, base, equations, x0=model.values(drive_values), weighted=weighted, loss=loss,
-        f_scale=f_scale, physical=physical,
-    )  # fmt: skip
+    x0 = model.values(drive_values)
+
+    def fit(model: TorqueModel, equations: TorqueEquations | NormalEquations) -> DynamicFit:
+        return fit_equations(
+            model, base, equations, x0=x0, weighted=weighted, loss=loss, f_scale=f_scale,
+            physical=physical,
+        )  # fmt: skip
+
+    if not has_shapes(drives):
+        return fit(model, equations)
+    payload = payload_torques(chain, log, slice(0, len(log)))
+    result, shapes = shaped_fit(ShapeSearch(model, base, log, equations, payload), None, fit)
+    return replace(result, shapes=shapes)

@@ -47,7 +47,7 @@ from workbench.calibration.drive_shapes import (
     shaped_fit,
 )
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, drive_file_text
-from workbench.calibration.dynamic import fit_equations, torque_equations
+from workbench.calibration.dynamic import fit_equations, payload_torques, torque_equations
 from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
 from workbench.calibration.normal_equations import Split, accumulate
 from workbench.calibration.samples import Log
@@ -272,7 +272,8 @@ class DynamicProblem(_TorqueKind):
                 equations = torque_equations(model, base, log)
             shapes = None
             if has_shapes(drives) and not isinstance(log, ChunkedLog):
-                shapes = ShapeSearch(model, base, log, equations)
+                payload = payload_torques(model.chain, log, slice(0, len(log)))
+                shapes = ShapeSearch(model, base, log, equations, payload)
             self.setups[terms] = _TorqueSetup(model, base, x0, equations, shapes)
         return self.setups[terms]
 
