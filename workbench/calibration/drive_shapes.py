@@ -47,6 +47,7 @@ import numpy as np
 
 from workbench.calibration import signals
 from workbench.calibration.drives import STRIBECK_EXPONENT, Drives, stribeck_shape
+from workbench.calibration.kind_names import SHAPED_TERMS
 from workbench.calibration.least_squares import DynamicFit, joint_sigma
 from workbench.calibration.samples import Log
 from workbench.calibration.sensor_delay import delay_bound, delayed_torques
@@ -65,6 +66,29 @@ _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 def has_shapes(drives: Drives) -> bool:
     """Whether ``drives`` has a term whose shape an outer search fits."""
     return any(t in drives.terms for t in SHAPED)
+
+
+def refuse_accumulated(drives: Drives, source: str) -> None:
+    """Refuse the further drive terms on a log too long for memory (accumulated equations
+    cannot be re-weighed by a shape, nor built from per-sample inputs yet)."""
+    further = [t for t in drives.terms if t in SHAPED_TERMS]
+    if further:
+        raise WorkbenchError(
+            f"{source}: the torque-model term(s) {', '.join(further)} need the log in memory; "
+            "a log read chunk by chunk takes the classic terms only"
+        )
+
+
+def shape_note(shapes: Shapes) -> str:
+    """The shapes' standard deviations as a sentence for the drive file."""
+    parts = []
+    if shapes.stribeck_std is not None:
+        stds = ", ".join("n/a" if not np.isfinite(s) else f"{s:.3g}" for s in shapes.stribeck_std)
+        parts.append(f"Stribeck speed std [{stds}] rad/s")
+    if shapes.delayed:
+        std = "n/a" if shapes.delay_std is None else f"{1e3 * shapes.delay_std:.3g}"
+        parts.append(f"delay std {std} ms")
+    return "\n" + "; ".join(parts) + " (profile curvature, drive_shapes)." if parts else ""
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,12 @@ import numpy as np
 
 from workbench.calibration import signals
 from workbench.calibration.chunked_logs import ChunkedLog
-from workbench.calibration.drive_shapes import ShapeSearch, has_shapes, shaped_fit
+from workbench.calibration.drive_shapes import (
+    ShapeSearch,
+    has_shapes,
+    refuse_accumulated,
+    shaped_fit,
+)
 from workbench.calibration.drives import DriveInputs, Drives
 from workbench.calibration.least_squares import (
     DynamicFit,
@@ -239,10 +244,7 @@ def calibrate_dynamic(
     model = TorqueModel(chain, drives)
     base = base_parameters(model)
     if isinstance(log, ChunkedLog):
-        if has_shapes(drives):
-            raise WorkbenchError(
-                f"{log.source}: the stribeck and sensor_delay terms need the log in memory"
-            )
+        refuse_accumulated(drives, log.source)
         equations = accumulate(model, base, log)
     else:
         equations = torque_equations(model, base, log)

@@ -42,6 +42,8 @@ from workbench.calibration.closed_chain import ClosedChainTwistProblem
 from workbench.calibration.drive_shapes import (
     ShapeSearch,
     has_shapes,
+    refuse_accumulated,
+    shape_note,
     shape_parameters,
     shape_summary,
     shaped_fit,
@@ -267,6 +269,7 @@ class DynamicProblem(_TorqueKind):
             base = base_parameters(model)
             x0 = model.values(_nominal_drive_values(drives, options))
             if isinstance(log, ChunkedLog):
+                refuse_accumulated(drives, log.source)
                 equations = accumulate(model, base, log, split, progress=options.progress)
             else:
                 equations = torque_equations(model, base, log)
@@ -323,6 +326,7 @@ class DynamicProblem(_TorqueKind):
         if not fit.model.drives.names:
             return {}
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
+        note += "" if fit.shapes is None else shape_note(fit.shapes)
         return {
             "calibrated.drives.toml": drive_file_text(
                 fit.model.drives, fit.drive_values, note=note + _prismatic_note(self.units())
