@@ -30,6 +30,7 @@ from workbench.calibration.drives import (
     drive_file_text,
     read_drive_file,
 )
+from workbench.calibration.dynamic import calibrate_dynamic
 from workbench.calibration.logs import read_log, write_log
 from workbench.calibration.recording import read_description
 from workbench.calibration.report import calibrate
@@ -248,3 +249,22 @@ def test_description_temperature_section(planar, tmp_path):
     )
     with pytest.raises(wb.WorkbenchError, match="columns"):
         read_description(tmp_path / "bad.toml", planar)
+
+
+def test_calibrate_dynamic_fits_the_shapes(planar):
+    """calibrate_dynamic searches the Stribeck speeds as the command does."""
+    truth = drive_truth(planar.n, stribeck=0.5)
+    log, _ = simulate_log(
+        planar, kind="dynamic", samples=2000, noise=NOISE, friction=1.0, drives=truth
+    )
+    fit = calibrate_dynamic(planar, log, drives=Drives(planar.n, ("friction", "stribeck")))
+    shapes = fit.shapes
+    assert np.all(np.abs(shapes.stribeck_speed - truth.stribeck_speed) < 3 * shapes.stribeck_std)
+    np.testing.assert_array_equal(fit.model.drives.stribeck_speed, shapes.stribeck_speed)
+
+
+def test_twist_kind_refuses_further_terms(planar):
+    log, _ = simulate_log(planar, kind="twist", samples=300, friction=1.0)
+    log = replace(log, defaults=Defaults(("friction", "stribeck"), 0))
+    with pytest.raises(wb.WorkbenchError, match="stribeck"):
+        calibrate(planar, "twist", log)

@@ -68,14 +68,14 @@ def has_shapes(drives: Drives) -> bool:
     return any(t in drives.terms for t in SHAPED)
 
 
-def refuse_accumulated(drives: Drives, source: str) -> None:
-    """Refuse the further drive terms on a log too long for memory (accumulated equations
-    cannot be re-weighed by a shape, nor built from per-sample inputs yet)."""
+def refuse_further(drives: Drives, where: str, why: str) -> None:
+    """Refuse the further drive terms (Stribeck, load, temperature, delay) where they are not
+    fitted: ``where`` names the log or kind, ``why`` says what takes the classic terms only."""
     further = [t for t in drives.terms if t in SHAPED_TERMS]
     if further:
         raise WorkbenchError(
-            f"{source}: the torque-model term(s) {', '.join(further)} need the log in memory; "
-            "a log read chunk by chunk takes the classic terms only"
+            f"{where}: the torque-model term(s) {', '.join(further)} are fitted by the dynamic "
+            f"identification of a log in memory only; {why} takes the classic terms"
         )
 
 

@@ -44,7 +44,7 @@ from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.drive_shapes import (
     ShapeSearch,
     has_shapes,
-    refuse_accumulated,
+    refuse_further,
     shaped_fit,
 )
 from workbench.calibration.drives import DriveInputs, Drives
@@ -244,7 +244,7 @@ def calibrate_dynamic(
     model = TorqueModel(chain, drives)
     base = base_parameters(model)
     if isinstance(log, ChunkedLog):
-        refuse_accumulated(drives, log.source)
+        refuse_further(drives, log.source, "a log read chunk by chunk")
         equations = accumulate(model, base, log)
     else:
         equations = torque_equations(model, base, log)

@@ -42,7 +42,7 @@ from workbench.calibration.closed_chain import ClosedChainTwistProblem
 from workbench.calibration.drive_shapes import (
     ShapeSearch,
     has_shapes,
-    refuse_accumulated,
+    refuse_further,
     shape_note,
     shape_parameters,
     shape_summary,
@@ -269,7 +269,7 @@ class DynamicProblem(_TorqueKind):
             base = base_parameters(model)
             x0 = model.values(_nominal_drive_values(drives, options))
             if isinstance(log, ChunkedLog):
-                refuse_accumulated(drives, log.source)
+                refuse_further(drives, log.source, "a log read chunk by chunk")
                 equations = accumulate(model, base, log, split, progress=options.progress)
             else:
                 equations = torque_equations(model, base, log)
@@ -376,6 +376,7 @@ class TwistCalibrationProblem(_TorqueKind):
         self.options = options
         self.nominal = chain
         drives = _drives(log, options.terms)
+        refuse_further(drives, log.source, "the twist calibration")
         closed = isinstance(chain, ClosedChain)
         kind = ClosedChainTwistProblem if closed else TwistProblem
         self.problem = kind(log, options.inertial, drives)
