@@ -268,3 +268,30 @@ def test_twist_kind_refuses_further_terms(planar):
     log = replace(log, defaults=Defaults(("friction", "stribeck"), 0))
     with pytest.raises(wb.WorkbenchError, match="stribeck"):
         calibrate(planar, "twist", log)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("term", ["stribeck", "sensor_delay"])
+def test_shape_standard_deviations_match_their_spread(planar, term):
+    """The profile-curvature standard deviation of a shape (Stribeck speeds, delay) agrees with
+    the spread of its estimates about the truth over 12 independent logs, within a factor 1.6.
+    One term at a time: a fractional delay of the Coulomb-like jumps of Stribeck friction
+    sampled at 100 Hz rings (test_sensor_delay_recovered_and_kept)."""
+    stribeck = term == "stribeck"
+    truth = drive_truth(planar.n, stribeck=0.5) if stribeck else drive_truth(planar.n, delay=0.015)
+    drives = Drives(planar.n, ("friction", term))
+    errors, stds = [], []
+    for seed in range(12):
+        log, _ = simulate_log(
+            planar, kind="dynamic", samples=2000, noise=NOISE, friction=float(stribeck),
+            drives=truth, seed=seed,
+        )  # fmt: skip
+        shapes = calibrate_dynamic(planar, log, drives=drives).shapes
+        if stribeck:
+            errors.append(shapes.stribeck_speed - truth.stribeck_speed)
+            stds.append(shapes.stribeck_std)
+        else:
+            errors.append([shapes.delay - truth.delay])
+            stds.append([shapes.delay_std])
+    ratio = np.sqrt(np.mean(np.square(errors), axis=0)) / np.mean(stds, axis=0)
+    assert np.all((ratio > 1 / 1.6) & (ratio < 1.6)), ratio

@@ -136,7 +136,7 @@ class ShapeSearch:
             self.sign = drives.smooth_sign(log.dq)
             speed = np.percentile(np.abs(log.dq), 99.0, axis=0)
             floor = 0.0 if log.min_speed is None else 2.0 * log.min_speed
-            low = np.maximum(floor, 0.005 * speed)
+            low = np.maximum(np.maximum(floor, 0.005 * speed), 1e-6)  # a joint at rest too
             high = np.maximum(0.5 * speed, 2.0 * low)
             self.grid = np.geomspace(low, high, STRIBECK_GRID, axis=1)  # (n, G)
 
