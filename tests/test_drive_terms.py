@@ -38,6 +38,7 @@ from workbench.calibration.samples import Defaults, Log
 from workbench.calibration.sensor_delay import delayed_torques
 from workbench.calibration.simulate import drive_truth, simulate_log
 from workbench.calibration.validation import Folds
+from workbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FURTHER = ("stribeck", "load_friction", "temperature", "sensor_delay")
@@ -295,3 +296,29 @@ def test_shape_standard_deviations_match_their_spread(planar, term):
             stds.append([shapes.delay_std])
     ratio = np.sqrt(np.mean(np.square(errors), axis=0)) / np.mean(stds, axis=0)
     assert np.all((ratio > 1 / 1.6) & (ratio < 1.6)), ratio
+
+
+def test_simulate_log_command_writes_the_further_truth(tmp_path):
+    """simulate-log --stribeck/--delay writes the truth's terms and the drive temperatures;
+    calibrate --terms fits them back."""
+    log = tmp_path / "log.csv"
+    assert (
+        main(["simulate-log", "planar_2r", "--kind", "dynamic", "--stribeck", "0.5",
+              "--friction", "1", "--noise", "0.01", "--out", str(log)])
+        == 0
+    )  # fmt: skip
+    truth = json.loads((tmp_path / "log.truth.json").read_text())["drives"]
+    assert truth["delay_s"] == 0.0 and min(truth["fst"]) > 0
+    assert "temperature_joint_1" in log.read_text().splitlines()[0]
+    out = tmp_path / "fit"
+    assert (
+        main(["calibrate", "--model", str(tmp_path / "log.truth.urdf"), "--log", str(log),
+              "--kind", "dynamic", "--terms", "friction,stribeck", "--folds", "4",
+              "--out", str(out)])
+        == 0
+    )  # fmt: skip
+    rows = {r.split(",")[0]: r.split(",") for r in (out / "parameters.csv").read_text().split()}
+    for j, speed in enumerate(truth["stribeck_speed_rad_s"]):
+        value, relative = float(rows[f"vs{j + 1}"][1]), float(rows[f"vs{j + 1}"][2])
+        assert abs(value - speed) < 3 * relative / 100 * value
+    assert main(["simulate-log", "planar_2r", "--delay", "0.01", "--out", str(log), "--force"]) == 2
