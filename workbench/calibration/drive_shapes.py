@@ -79,9 +79,11 @@ def refuse_further(drives: Drives, where: str, why: str) -> None:
         )
 
 
-def shape_note(shapes: Shapes) -> str:
-    """The shapes' standard deviations as a sentence for the drive file."""
+def shape_note(shapes: Shapes | None) -> str:
+    """The shapes' standard deviations as a sentence for the drive file ('' for None)."""
     parts = []
+    if shapes is None:
+        return ""
     if shapes.stribeck_std is not None:
         stds = ", ".join("n/a" if not np.isfinite(s) else f"{s:.3g}" for s in shapes.stribeck_std)
         parts.append(f"Stribeck speed std [{stds}] rad/s")
@@ -317,8 +319,10 @@ def shaped_fit(
     return fit(TorqueModel(search.model.chain, drives), search.equations_of(drives)), shapes
 
 
-def shape_summary(shapes: Shapes, joints: tuple[str, ...]) -> dict[str, Any]:
-    """The ``drive_shapes`` entry of summary.json."""
+def shape_summary(shapes: Shapes | None, joints: tuple[str, ...]) -> dict[str, Any]:
+    """``{"drive_shapes": ...}`` for summary.json (empty for None)."""
+    if shapes is None:
+        return {}
     out: dict[str, Any] = {}
     if shapes.stribeck_speed is not None:
         out["stribeck"] = {
@@ -338,13 +342,15 @@ def shape_summary(shapes: Shapes, joints: tuple[str, ...]) -> dict[str, Any]:
         "standard deviations of the shapes from the profile curvature of the weighted training "
         "criterion; the linear parameters' are conditional on the shapes"
     )
-    return out
+    return {"drive_shapes": out}
 
 
-def shape_parameters(shapes: Shapes) -> list[tuple[str, float, float]]:
+def shape_parameters(shapes: Shapes | None) -> list[tuple[str, float, float]]:
     """Rows of parameters.csv for the shapes: ``vs<j>`` (rad/s) and ``delay_ms``, with their
-    relative standard deviations in percent (inf when not defined)."""
+    relative standard deviations in percent (inf when not defined); none for None."""
     rows = []
+    if shapes is None:
+        return rows
     if shapes.stribeck_speed is not None:
         for j, (v, s) in enumerate(zip(shapes.stribeck_speed, shapes.stribeck_std, strict=True)):
             rows.append((f"vs{j + 1}", float(v), _percent(s, v)))

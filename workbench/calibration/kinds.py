@@ -53,7 +53,7 @@ from workbench.calibration.dynamic import fit_equations, payload_torques, torque
 from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
 from workbench.calibration.normal_equations import Split, accumulate
 from workbench.calibration.samples import Log
-from workbench.calibration.term_screening import BENEFIT_NOTE, screen_terms, trial_terms
+from workbench.calibration.term_screening import benefit_summary, screen_terms, trial_terms
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.calibration.twist import TwistModel, TwistProblem, calibrate_twist
 from workbench.calibration.units import effort_unit, joint_units
@@ -314,7 +314,7 @@ class DynamicProblem(_TorqueKind):
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         names = fit.base.names
         rows = list(zip(names, fit.beta.tolist(), _relative(fit.std, fit.beta), strict=True))
-        return rows + ([] if fit.shapes is None else shape_parameters(fit.shapes))
+        return rows + shape_parameters(fit.shapes)
 
     def chain(self, fit) -> Chain:
         return fit.chain
@@ -326,7 +326,7 @@ class DynamicProblem(_TorqueKind):
         if not fit.model.drives.names:
             return {}
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
-        note += "" if fit.shapes is None else shape_note(fit.shapes)
+        note += shape_note(fit.shapes)
         return {
             "calibrated.drives.toml": drive_file_text(
                 fit.model.drives, fit.drive_values, note=note + _prismatic_note(self.units())
@@ -334,7 +334,7 @@ class DynamicProblem(_TorqueKind):
         }
 
     def summary(self, fit) -> dict[str, Any]:
-        n, labels = fit.model.chain.n, self.labels
+        n = fit.model.chain.n
         names = fit.model.names
         x0 = self.setups[fit.model.drives.terms].x0
         return {
@@ -355,12 +355,8 @@ class DynamicProblem(_TorqueKind):
             "phi": fit.chain.phi.reshape(n, 10).tolist(),
             "physically_consistent": fit.physically_consistent,
             "iterations": fit.iterations,
-            **({} if fit.shapes is None else {"drive_shapes": shape_summary(fit.shapes, labels)}),
-            **(
-                {}
-                if self.term_benefits is None
-                else {"term_benefits": {"rule": BENEFIT_NOTE, "terms": self.term_benefits}}
-            ),
+            **shape_summary(fit.shapes, self.labels),
+            **benefit_summary(self.term_benefits),
         }
 
 

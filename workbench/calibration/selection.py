@@ -19,6 +19,11 @@ nominal on these folds, and a calibration that only fits noise (better by
 chance on these samples, e.g. a heavily ridged one that is the nominal in
 all but name) does not replace it.
 
+A problem may screen its candidates first (``problem.screen(score, beats)``:
+the dynamic kind's further drive terms, :mod:`workbench.calibration.term_screening`),
+with the same folds and the same paired test; candidates it scores are
+cross-validated once.
+
 The held-out figures reported for the kept candidate are its scores on the
 same folds that chose it: the selection's fold score, not a nested
 cross-validation. With a handful of candidates that is slightly optimistic;

@@ -93,6 +93,13 @@ def _benefit(score: Any, reference: Any, beats: Callable) -> dict[str, Any]:
     }
 
 
+def benefit_summary(benefits: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """``{"term_benefits": ...}`` for summary.json (empty when nothing was screened)."""
+    if benefits is None:
+        return {}
+    return {"term_benefits": {"rule": BENEFIT_NOTE, "terms": benefits}}
+
+
 BENEFIT_NOTE = (
     "alone: each further term tried on top of the classic terms on the same folds, held-out "
     "relative RMS with and without it; with_the_others: the candidate with every term that "
