@@ -37,6 +37,7 @@ from workbench.calibration.report import calibrate
 from workbench.calibration.samples import Defaults, Log
 from workbench.calibration.sensor_delay import delayed_torques
 from workbench.calibration.simulate import drive_truth, simulate_log
+from workbench.calibration.term_screening import benefit_rows
 from workbench.calibration.validation import Folds
 from workbench.cli import main
 
@@ -136,6 +137,8 @@ def test_no_further_term_in_the_truth_drops_them_all(planar):
     assert [b["term"] for b in benefits] == list(FURTHER)
     for b in benefits:
         assert {"relative_rms_with", "relative_rms_without"} <= set(b["alone"])
+    rows = benefit_rows(report.summary["term_benefits"])
+    assert [label for label, _ in rows] == [f"further drive term {t} (dropped)" for t in FURTHER]
 
 
 def test_columns_are_the_formulas():

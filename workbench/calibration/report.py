@@ -74,6 +74,7 @@ from workbench.calibration.kinds import Options, kind, std_figure
 from workbench.calibration.samples import Log
 from workbench.calibration.selection import select
 from workbench.calibration.selection import table as selection_table
+from workbench.calibration.term_screening import benefit_rows
 from workbench.calibration.validation import EndSplit, Folds, relative_rms
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
@@ -366,6 +367,7 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
             rows.append((f"candidate {candidate['name']}{kept}", text))
         rows.append(("kept, and why", f"{selection['kept']}: {selection['reason']}"))
         rows.append(("held-out figures of the kept candidate", selection["heldout_figures"]))
+    rows += benefit_rows(summary.get("term_benefits"))
     check = summary["urdf_check"]
     rows.append(
         (

@@ -100,6 +100,28 @@ def benefit_summary(benefits: list[dict[str, Any]] | None) -> dict[str, Any]:
     return {"term_benefits": {"rule": BENEFIT_NOTE, "terms": benefits}}
 
 
+def benefit_rows(entry: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """Report rows (label, text) of summary.json's ``term_benefits`` entry (none without)."""
+    if not entry:
+        return []
+    rows = []
+    for b in entry["terms"]:
+        parts = [_figures("alone", b["alone"])]
+        if "with_the_others" in b:
+            parts.append(_figures("with the others", b["with_the_others"]))
+        verdict = "kept" if b["kept"] else "dropped"
+        rows.append((f"further drive term {b['term']} ({verdict})", "; ".join(parts)))
+    return rows
+
+
+def _figures(label: str, benefit: dict[str, Any]) -> str:
+    return (
+        f"{label}: held-out relative RMS {benefit['relative_rms_with']:.4g} with, "
+        f"{benefit['relative_rms_without']:.4g} without"
+        + ("" if benefit["beats"] else " (not better by one standard error)")
+    )
+
+
 BENEFIT_NOTE = (
     "alone: each further term tried on top of the classic terms on the same folds, held-out "
     "relative RMS with and without it; with_the_others: the candidate with every term that "
