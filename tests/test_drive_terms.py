@@ -53,12 +53,12 @@ def planar():
     return wb.models.load("planar_2r")
 
 
-def identify(chain, *, friction: float = 1.0, perturb: float = 0.01, **terms):
+def identify(chain, *, friction: float = 1.0, **terms):
     """Calibrate a simulated log whose truth has the further ``terms`` (drive_truth
     keywords), every further term switched on; (summary, truth)."""
     truth = drive_truth(chain.n, **terms)
     log, _ = simulate_log(
-        chain, kind="dynamic", samples=2000, perturb=perturb, noise=NOISE, friction=friction,
+        chain, kind="dynamic", samples=2000, perturb=0.01, noise=NOISE, friction=friction,
         drives=truth,
     )  # fmt: skip
     log = replace(log, defaults=Defaults(("friction", *FURTHER), 5))
@@ -99,9 +99,9 @@ def test_stribeck_recovered_and_kept(planar):
 
 @INCONSISTENT
 def test_load_friction_recovered_and_kept(planar):
-    """The identification uses the nominal model's rigid-body torque as the load: a truth
-    with the nominal inertias (perturb 0) makes it the true load."""
-    report, truth = identify(planar, load_friction=0.05, perturb=0.0)
+    """The truth's load is its own rigid-body torque, 1 % away from the nominal model's: the
+    alternation finds it (the nominal load alone biases fl by about 10 standard deviations)."""
+    report, truth = identify(planar, load_friction=0.05)
     assert kept(report) == ["load_friction"]
     assert_within_3_std(report.summary, "fl", truth.load_friction)
 

@@ -1,10 +1,11 @@
-"""Outer searches of the drive terms' shapes: Stribeck speeds and the torque sensor's delay.
+"""Outer searches of the drive terms' shapes: Stribeck speeds, sensor delay, load torques.
 
-The torque model is linear in every drive parameter once two kinds of shape
-are fixed (:mod:`workbench.calibration.drives`): the Stribeck speeds
-``vs_j`` [rad/s] of the ``stribeck`` term and the delay ``d`` [s] of the
-``sensor_delay`` term (:mod:`workbench.calibration.sensor_delay`). They are
-fitted on the *training* rows only (so that held-out folds judge them like
+The torque model is linear in every drive parameter once three kinds of
+shape are fixed (:mod:`workbench.calibration.drives`): the Stribeck speeds
+``vs_j`` [rad/s] of the ``stribeck`` term, the delay ``d`` [s] of the
+``sensor_delay`` term (:mod:`workbench.calibration.sensor_delay`) and the
+load torques of the ``load_friction`` term. They are fitted on the
+*training* rows only (so that held-out folds judge them like
 every other parameter) by minimising the criterion of the linear fit:
 
     S(vs, d) = sum_rows w_j^2 (X(vs) theta - tau(d))^2,   theta by least squares,
@@ -22,7 +23,14 @@ as usual, robust losses and physical consistency included). The searches:
   percentile of the joint's logged speed), then golden section in
   ``log vs`` between the best point's neighbours; the joints in turn
   (coordinate descent), :data:`SWEEPS` sweeps;
-* in the order ``d``, the sweeps of ``vs``, ``d`` again.
+* in the order ``d``, the sweeps of ``vs``, ``d`` again;
+* load torques, by alternation (:data:`LOAD_PASSES` times): the weighted
+  least-squares fit of every linear parameter with the current load
+  columns (first: the nominal model's rigid-body torques), completed to
+  standard parameters from the nominal (``x = x0 + B^+ (beta - B x0)``), gives
+  the rigid-body torques ``tau_load`` of the next columns
+  ``|tau_load_j| s(dq_j)``; then ``d`` and ``vs`` are searched again with
+  the final load.
 
 Each trial shape changes only its own columns of the equations (one
 decimated column per joint for ``vs_j``, the decimated torques for ``d``),
@@ -45,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench import inertia
 from workbench.calibration import signals
 from workbench.calibration.drives import STRIBECK_EXPONENT, Drives, stribeck_shape
 from workbench.calibration.kind_names import SHAPED_TERMS
@@ -52,14 +61,16 @@ from workbench.calibration.least_squares import DynamicFit, joint_sigma
 from workbench.calibration.samples import Log
 from workbench.calibration.sensor_delay import delay_bound, delayed_torques
 from workbench.calibration.torque_model import BaseParameters, TorqueModel
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
-SHAPED = ("stribeck", "sensor_delay")  # terms with a shape fitted by an outer search
+SHAPED = ("stribeck", "sensor_delay", "load_friction")  # terms fitted by outer searches
 DELAY_GRID = 21
 STRIBECK_GRID = 16
 SWEEPS = 2
 GOLDEN_ITERATIONS = 25
+LOAD_PASSES = 2
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
@@ -102,45 +113,61 @@ class Shapes:
     delay: float  # s
     delay_std: float | None  # s
     delayed: bool  # whether the delay was searched (the sensor_delay term)
+    load: Array | None = None  # (M, n) decimated load-friction columns (None: nominal load)
 
 
 class ShapeSearch:
     """The outer searches on one torque model's equations of ``log`` (module docstring)."""
 
     def __init__(
-        self, model: TorqueModel, base: BaseParameters, log: Log, equations: Any, payload: Array
+        self,
+        model: TorqueModel,
+        base: BaseParameters,
+        log: Log,
+        equations: Any,
+        payload: Array,
+        x0: Array,
     ) -> None:
         """``equations``: the :class:`~workbench.calibration.dynamic.TorqueEquations` of
-        ``log`` with the model's starting shapes; ``payload`` (N, n) the torques of the log's
-        known payload (taken off the measured ones)."""
+        ``log`` with the model's starting shapes (the nominal load torques); ``payload``
+        (N, n) the torques of the log's known payload; ``x0`` the nominal standard
+        parameters (the completion's start)."""
         self.model, self.base, self.log, self.equations = model, base, log, equations
         drives = model.drives
         self.n = model.chain.n
         self.stribeck = "stribeck" in drives.terms
         self.delayed = "sensor_delay" in drives.terms
+        self.loaded = "load_friction" in drives.terms
         self.bound = delay_bound(log)
+        self.x0 = x0
         self._payload = payload
         self._tau: dict[float, Array] = {}
         self._column: dict[tuple[int, float], Array] = {}
         self.shapes: dict[bytes, Shapes] = {}
+        self.sign = drives.smooth_sign(log.dq)
         if self.stribeck:
-            names = model.names
-            position = []
-            for j in range(self.n):
-                found = np.flatnonzero(base.independent == names.index(f"fst{j + 1}"))
-                if found.size == 0:
-                    raise WorkbenchError(
-                        f"the Stribeck friction of joint {j + 1} is not identifiable here "
-                        "(its column is a combination of others)"
-                    )
-                position.append(int(found[0]))
-            self.position = np.array(position)
-            self.sign = drives.smooth_sign(log.dq)
+            self.position = self._positions("fst", required=True)
             speed = np.percentile(np.abs(log.dq), 99.0, axis=0)
             floor = 0.0 if log.min_speed is None else 2.0 * log.min_speed
             low = np.maximum(np.maximum(floor, 0.005 * speed), 1e-6)  # a joint at rest too
             high = np.maximum(0.5 * speed, 2.0 * low)
             self.grid = np.geomspace(low, high, STRIBECK_GRID, axis=1)  # (n, G)
+        if self.loaded:  # a joint the nominal model loads with nothing has no fl column
+            self.load_position = self._positions("fl", required=False)
+            self.completion = np.linalg.pinv(base.matrix)
+
+    def _positions(self, prefix: str, required: bool) -> Array:
+        """Per joint, the base column of its parameter ``prefix<j>`` (-1 where not kept)."""
+        names, position = self.model.names, []
+        for j in range(self.n):
+            found = np.flatnonzero(self.base.independent == names.index(f"{prefix}{j + 1}"))
+            if found.size == 0 and required:
+                raise WorkbenchError(
+                    f"the parameter {prefix}{j + 1} is not identifiable here (its column is a "
+                    "combination of others)"
+                )
+            position.append(int(found[0]) if found.size else -1)
+        return np.array(position)
 
     # ------------------------------------------------------------- equations
     def _decimated(self, values: Array) -> Array:
@@ -166,21 +193,36 @@ class ShapeSearch:
                 self._column[(j, float(v))] = z
         return np.stack([self._column[(j, float(v))] for v in speeds], axis=1)
 
-    def X(self, speeds: Array | None) -> Array:
-        """The base regressor (M, n, r) with the Stribeck columns of ``speeds``."""
-        if speeds is None:
+    def load_columns(self, beta: Array) -> Array:
+        """The decimated load-friction columns (M, n), ``|tau_load| s(dq)``, with the rigid-body
+        torques of the model whose base parameters are ``beta`` (completed from the nominal)."""
+        x = self.x0 + self.completion @ (beta - self.base.matrix @ self.x0)
+        phi, _ = self.model.split(x)
+        chain = replace(self.model.chain, inertias=inertia.matrix_from_phi(phi))
+        log = self.log
+        load = inverse_dynamics(chain, log.q, log.dq, log.ddq) + self._payload
+        return self._decimated(np.abs(load) * self.sign)
+
+    def X(self, speeds: Array | None, load: Array | None = None) -> Array:
+        """The base regressor (M, n, r) with the Stribeck columns of ``speeds`` and the
+        load-friction columns ``load`` (None: as built)."""
+        if speeds is None and load is None:
             return self.equations.X
         X = self.equations.X.copy()
-        X[:, :, self.position] = 0.0
-        for j in range(self.n):
-            X[:, j, self.position[j]] = self.column(j, speeds[j : j + 1])[:, 0]
+        if speeds is not None:
+            X[:, :, self.position] = 0.0
+            for j in range(self.n):
+                X[:, j, self.position[j]] = self.column(j, speeds[j : j + 1])[:, 0]
+        if load is not None:
+            for j in np.flatnonzero(self.load_position >= 0):
+                X[:, :, self.load_position[j]] = 0.0
+                X[:, j, self.load_position[j]] = load[:, j]
         return X
 
-    def equations_of(self, drives: Drives) -> Any:
-        """The torque equations with the shapes of ``drives``."""
-        speeds = drives.stribeck_speed if self.stribeck else None
-        tau = self.tau(drives.delay) if self.delayed else self.equations.tau
-        return replace(self.equations, X=self.X(speeds), tau=tau)
+    def equations_of(self, shapes: Shapes) -> Any:
+        """The torque equations with the ``shapes``."""
+        tau = self.tau(shapes.delay) if self.delayed else self.equations.tau
+        return replace(self.equations, X=self.X(shapes.stribeck_speed, shapes.load), tau=tau)
 
     # ---------------------------------------------------------------- search
     def search(self, rows: np.ndarray | None) -> Shapes:
@@ -192,7 +234,7 @@ class ShapeSearch:
         sample, joint = np.nonzero(self.equations.fit[rows])
         taken = rows[sample]
         speeds = np.sqrt(self.grid[:, 0] * self.grid[:, -1]) if self.stribeck else None
-        delay = 0.0
+        delay, load = 0.0, None
 
         def stacked(X: Array) -> Array:
             return X[taken, joint]
@@ -218,8 +260,10 @@ class ShapeSearch:
 
             return f
 
-        def stribeck_criterion(j: int, Q: Array, y: Array) -> Callable[[float], float]:
-            yp = residual(Q, y)
+        def stribeck_criterion(j: int) -> Callable[[float], float]:
+            others = np.delete(np.arange(r), self.position[j])
+            Q = basis(stacked(self.X(speeds, load))[:, others])
+            yp = residual(Q, self.tau(delay)[taken, joint] * w)
             mine = joint == j
 
             def f(log_v: float) -> float:
@@ -231,42 +275,44 @@ class ShapeSearch:
 
             return f
 
-        def delay_step() -> tuple[float, float]:
-            Q = basis(stacked(self.X(speeds)))
-            grid = np.linspace(-self.bound, self.bound, DELAY_GRID)
-            return _minimize(delay_criterion(Q), grid)
+        def delay_step() -> float:
+            nonlocal delay
+            f = delay_criterion(basis(stacked(self.X(speeds, load))))
+            delay, value = _minimize(f, np.linspace(-self.bound, self.bound, DELAY_GRID))
+            return value
 
-        def stribeck_step(j: int) -> tuple[float, float]:
-            others = np.delete(np.arange(r), self.position[j])
-            Q = basis(stacked(self.X(speeds))[:, others])
-            f = stribeck_criterion(j, Q, self.tau(delay)[taken, joint] * w)
-            log_v, value = _minimize(f, np.log(self.grid[j]))
-            return math.exp(log_v), value
+        def shape_steps() -> float:
+            nonlocal speeds
+            best = delay_step() if self.delayed else math.inf
+            if self.stribeck:
+                for _ in range(SWEEPS):
+                    for j in range(self.n):
+                        log_v, best = _minimize(stribeck_criterion(j), np.log(self.grid[j]))
+                        speeds = speeds.copy()
+                        speeds[j] = math.exp(log_v)
+                if self.delayed:
+                    best = delay_step()
+            return best
 
-        best = math.inf
-        if self.delayed:
-            delay, best = delay_step()
-        if self.stribeck:
-            for _ in range(SWEEPS):
-                for j in range(self.n):
-                    speeds = speeds.copy()
-                    speeds[j], best = stribeck_step(j)
-            if self.delayed:
-                delay, best = delay_step()
+        best = shape_steps()
+        if self.loaded:  # alternate: the load of the model fitted with the previous load
+            for _ in range(LOAD_PASSES):
+                A, y = stacked(self.X(speeds, load)) * w[:, None], self.tau(delay)[taken, joint]
+                load = self.load_columns(np.linalg.lstsq(A, y * w, rcond=None)[0])
+            if self.stribeck or self.delayed:
+                best = shape_steps()
         s2 = best / max(len(joint) - r, 1)
         stribeck_std = delay_std = None
         if self.stribeck:
             stribeck_std = np.empty(self.n)
             for j in range(self.n):
-                others = np.delete(np.arange(r), self.position[j])
-                Q = basis(stacked(self.X(speeds))[:, others])
-                f = stribeck_criterion(j, Q, self.tau(delay)[taken, joint] * w)
                 step = 0.05 * math.log(self.grid[j, 1] / self.grid[j, 0])
-                stribeck_std[j] = speeds[j] * _profile_std(f, math.log(speeds[j]), step, s2)
+                std = _profile_std(stribeck_criterion(j), math.log(speeds[j]), step, s2)
+                stribeck_std[j] = np.nan if std is None else speeds[j] * std
         if self.delayed:
-            f = delay_criterion(basis(stacked(self.X(speeds))))
+            f = delay_criterion(basis(stacked(self.X(speeds, load))))
             delay_std = _profile_std(f, delay, 0.05 * self.bound / DELAY_GRID, s2)
-        shapes = Shapes(speeds, stribeck_std, float(delay), delay_std, self.delayed)
+        shapes = Shapes(speeds, stribeck_std, float(delay), delay_std, self.delayed, load)
         self.shapes[key] = shapes
         return shapes
 
@@ -316,7 +362,7 @@ def shaped_fit(
     """Search the shapes on ``rows``, then ``fit(model, equations)`` with them."""
     shapes = search.search(rows)
     drives = search.drives(shapes)
-    return fit(TorqueModel(search.model.chain, drives), search.equations_of(drives)), shapes
+    return fit(TorqueModel(search.model.chain, drives), search.equations_of(shapes)), shapes
 
 
 def shape_summary(shapes: Shapes | None, joints: tuple[str, ...]) -> dict[str, Any]:
@@ -337,6 +383,11 @@ def shape_summary(shapes: Shapes | None, joints: tuple[str, ...]) -> dict[str, A
             "delay_ms": 1e3 * shapes.delay,
             "delay_std_ms": None if shapes.delay_std is None else 1e3 * shapes.delay_std,
             "convention": "torques lag positions by delay_ms: tau_measured(t) = tau_model(t - d)",
+        }
+    if shapes.load is not None:
+        out["load_friction"] = {
+            "load": f"rigid-body torque of the model fitted on the same rows, {LOAD_PASSES} "
+            "alternations from the nominal model's (fl |tau_load| s(dq))",
         }
     out["std_note"] = (
         "standard deviations of the shapes from the profile curvature of the weighted training "

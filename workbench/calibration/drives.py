@@ -43,9 +43,13 @@ training rows, :mod:`workbench.calibration.drive_shapes`):
   speed of joint j (``Drives.stribeck_speed``; searched on a log scale);
 * ``load_friction``: ``fl<j>`` [dimensionless, N m per N m], Coulomb
   friction proportional to the torque the joint transmits, column
-  ``|tau_load_j| s(dq_j)`` in row j; ``tau_load`` is the rigid-body torque
-  of the *nominal* model (the chain as loaded, plus a known payload) along
-  the logged motion (:class:`DriveInputs`), which keeps the term linear;
+  ``|tau_load_j| s(dq_j)`` in row j; ``tau_load`` is a rigid-body torque
+  along the logged motion (plus a known payload's), given to the columns
+  (:class:`DriveInputs`) so that the term is linear: the equations are
+  built with the *nominal* model's, and the identification alternates
+  (:mod:`workbench.calibration.drive_shapes`): the load of the model fitted
+  with the previous load, twice, so that the final ``tau_load`` is the
+  identified model's own rigid-body torque;
 * ``temperature``: ``fvT<j>`` [N m s/rad/K] and ``fsT<j>`` [N m/K], the
   change of viscous and Coulomb friction with the drive temperature:
   columns ``(T_j - T0_j) dq_j`` and ``(T_j - T0_j) s(dq_j)``, so joint j's

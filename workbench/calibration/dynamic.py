@@ -259,5 +259,6 @@ def calibrate_dynamic(
     if not has_shapes(drives):
         return fit(model, equations)
     payload = payload_torques(chain, log, slice(0, len(log)))
-    result, shapes = shaped_fit(ShapeSearch(model, base, log, equations, payload), None, fit)
+    search = ShapeSearch(model, base, log, equations, payload, x0)
+    result, shapes = shaped_fit(search, None, fit)
     return replace(result, shapes=shapes)

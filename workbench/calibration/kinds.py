@@ -217,7 +217,7 @@ class _TorqueSetup:
 
     def equations_of(self, fit) -> Any:
         """The equations with ``fit``'s drive shapes."""
-        return self.equations if self.shapes is None else self.shapes.equations_of(fit.model.drives)
+        return self.equations if self.shapes is None else self.shapes.equations_of(fit.shapes)
 
 
 class DynamicProblem(_TorqueKind):
@@ -276,7 +276,7 @@ class DynamicProblem(_TorqueKind):
             shapes = None
             if has_shapes(drives) and not isinstance(log, ChunkedLog):
                 payload = payload_torques(model.chain, log, slice(0, len(log)))
-                shapes = ShapeSearch(model, base, log, equations, payload)
+                shapes = ShapeSearch(model, base, log, equations, payload, x0)
             self.setups[terms] = _TorqueSetup(model, base, x0, equations, shapes)
         return self.setups[terms]
 

@@ -20,8 +20,7 @@ Torque logs may carry the further drive terms of
 
 * Stribeck friction ``fst_j exp(-(|dq_j| / vs_j)^delta) sign(dq_j)``;
 * load-dependent friction ``fl_j |tau_rb_j| sign(dq_j)`` with ``tau_rb`` the
-  rigid-body torque of the *true* model (the identification uses the nominal
-  model's, so a perturbed truth leaves a model error of order ``perturb``);
+  rigid-body torque of the *true* model;
 * temperature: the log has drive temperatures ``T_j(t)`` [deg C], a warm-up
   ramp of 20 K over the log with a 1 K ripple, and the friction changes by
   ``(fvT_j dq_j + fsT_j sign(dq_j)) (T_j - T0_j)``, ``T0_j`` the log's mean;
