@@ -23,14 +23,13 @@ as usual, robust losses and physical consistency included). The searches:
   percentile of the joint's logged speed), then golden section in
   ``log vs`` between the best point's neighbours; the joints in turn
   (coordinate descent), :data:`SWEEPS` sweeps;
-* in the order ``d``, the sweeps of ``vs``, ``d`` again;
-* load torques, by alternation (:data:`LOAD_PASSES` times): the weighted
-  least-squares fit of every linear parameter with the current load
-  columns (first: the nominal model's rigid-body torques), completed to
-  standard parameters from the nominal (``x = x0 + B^+ (beta - B x0)``), gives
-  the rigid-body torques ``tau_load`` of the next columns
-  ``|tau_load_j| s(dq_j)``; then ``d`` and ``vs`` are searched again with
-  the final load.
+* load torques first, by alternation (:data:`LOAD_PASSES` times, at the
+  starting ``vs`` and ``d = 0``): the weighted least-squares fit of every
+  linear parameter with the current load columns (first: the nominal
+  model's rigid-body torques), completed to standard parameters from the
+  nominal (``x = x0 + B^+ (beta - B x0)``), gives the rigid-body torques
+  ``tau_load`` of the next columns ``|tau_load_j| s(dq_j)``;
+* then ``d``, the sweeps of ``vs``, ``d`` again.
 
 Each trial shape changes only its own columns of the equations (one
 decimated column per joint for ``vs_j``, the decimated torques for ``d``),
@@ -59,7 +58,7 @@ from workbench.calibration.drives import STRIBECK_EXPONENT, Drives, stribeck_sha
 from workbench.calibration.kind_names import SHAPED_TERMS
 from workbench.calibration.least_squares import DynamicFit, joint_sigma
 from workbench.calibration.samples import Log
-from workbench.calibration.sensor_delay import delay_bound, delayed_torques
+from workbench.calibration.sensor_delay import FractionalDelay, delay_bound
 from workbench.calibration.torque_model import BaseParameters, TorqueModel
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
@@ -69,7 +68,7 @@ SHAPED = ("stribeck", "sensor_delay", "load_friction")  # terms fitted by outer 
 DELAY_GRID = 21
 STRIBECK_GRID = 16
 SWEEPS = 2
-GOLDEN_ITERATIONS = 25
+GOLDEN_ITERATIONS = {"delay": 20, "stribeck": 14}  # brackets shrink by 0.618 per iteration
 LOAD_PASSES = 2
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -142,6 +141,7 @@ class ShapeSearch:
         self.x0 = x0
         self._payload = payload
         self._tau: dict[float, Array] = {}
+        self._shift = FractionalDelay(log) if self.delayed else None
         self._column: dict[tuple[int, float], Array] = {}
         self.shapes: dict[bytes, Shapes] = {}
         self.sign = drives.smooth_sign(log.dq)
@@ -180,7 +180,8 @@ class ShapeSearch:
     def tau(self, delay: float) -> Array:
         """The decimated torques (M, n) measured ``delay`` later."""
         if delay not in self._tau:
-            self._tau[delay] = self._decimated(delayed_torques(self.log, delay) - self._payload)
+            shifted = self.log.tau if delay == 0.0 else self._shift(delay)
+            self._tau[delay] = self._decimated(shifted - self._payload)
         return self._tau[delay]
 
     def column(self, j: int, speeds: Array) -> Array:
@@ -278,7 +279,8 @@ class ShapeSearch:
         def delay_step() -> float:
             nonlocal delay
             f = delay_criterion(basis(stacked(self.X(speeds, load))))
-            delay, value = _minimize(f, np.linspace(-self.bound, self.bound, DELAY_GRID))
+            grid = np.linspace(-self.bound, self.bound, DELAY_GRID)
+            delay, value = _minimize(f, grid, GOLDEN_ITERATIONS["delay"])
             return value
 
         def shape_steps() -> float:
@@ -287,20 +289,21 @@ class ShapeSearch:
             if self.stribeck:
                 for _ in range(SWEEPS):
                     for j in range(self.n):
-                        log_v, best = _minimize(stribeck_criterion(j), np.log(self.grid[j]))
+                        f = stribeck_criterion(j)
+                        log_v, best = _minimize(
+                            f, np.log(self.grid[j]), GOLDEN_ITERATIONS["stribeck"]
+                        )
                         speeds = speeds.copy()
                         speeds[j] = math.exp(log_v)
                 if self.delayed:
                     best = delay_step()
             return best
 
-        best = shape_steps()
         if self.loaded:  # alternate: the load of the model fitted with the previous load
             for _ in range(LOAD_PASSES):
                 A, y = stacked(self.X(speeds, load)) * w[:, None], self.tau(delay)[taken, joint]
                 load = self.load_columns(np.linalg.lstsq(A, y * w, rcond=None)[0])
-            if self.stribeck or self.delayed:
-                best = shape_steps()
+        best = shape_steps() if self.stribeck or self.delayed else math.inf
         s2 = best / max(len(joint) - r, 1)
         stribeck_std = delay_std = None
         if self.stribeck:
@@ -325,7 +328,7 @@ class ShapeSearch:
         )
 
 
-def _minimize(f: Callable[[float], float], grid: Array) -> tuple[float, float]:
+def _minimize(f: Callable[[float], float], grid: Array, iterations: int) -> tuple[float, float]:
     """The minimum of f over the grid, refined by golden section between the best point's
     neighbours."""
     values = [f(float(x)) for x in grid]
@@ -333,7 +336,7 @@ def _minimize(f: Callable[[float], float], grid: Array) -> tuple[float, float]:
     a, b = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, len(grid) - 1)])
     c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
     fc, fd = f(c), f(d)
-    for _ in range(GOLDEN_ITERATIONS):
+    for _ in range(iterations):
         if fc < fd:
             b, d, fd = d, c, fc
             c = b - _GOLDEN * (b - a)

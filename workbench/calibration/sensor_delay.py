@@ -29,26 +29,48 @@ from workbench.calibration.samples import Log
 from workbench.lie import Array
 
 
+class FractionalDelay:
+    """The measured torques of ``log`` at ``t + delay`` for any delay (module docstring): each
+    segment's spectrum computed once, every delay one phase ramp and inverse transform."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.parts = []
+        for start, stop in log.spans():
+            tau = log.tau[start:stop]
+            m = tau.shape[0]
+            if m < 3:
+                self.parts.append((start, stop, None))
+                continue
+            dt = float(np.median(np.diff(log.t[start:stop])))
+            k = np.arange(m, dtype=float)[:, None]
+            slope = (tau[-1] - tau[0]) / (m - 1)
+            rest = tau - tau[0] - slope * k  # zero at both ends
+            odd = np.concatenate([rest, -rest[-2:0:-1]])  # period 2 m - 2
+            frequency = np.fft.rfftfreq(odd.shape[0], dt)
+            spectrum = np.fft.rfft(odd, axis=0)
+            self.parts.append((start, stop, (dt, k, tau[0], slope, frequency, spectrum)))
+
+    def __call__(self, delay: float) -> Array:
+        log = self.log
+        if delay == 0.0:
+            return log.tau
+        out = np.empty_like(log.tau)
+        for start, stop, part in self.parts:
+            if part is None:
+                out[start:stop] = log.tau[start:stop]
+                continue
+            dt, k, first, slope, frequency, spectrum = part
+            phase = np.exp(2j * np.pi * frequency * delay)[:, None]
+            period = 2 * (stop - start) - 2
+            shifted = np.fft.irfft(spectrum * phase, period, axis=0)[: stop - start]
+            out[start:stop] = shifted + first + slope * (k + delay / dt)
+        return out
+
+
 def delayed_torques(log: Log, delay: float) -> Array:
     """The measured torques (N, n) at ``t + delay`` of every sample (module docstring)."""
-    if delay == 0.0:
-        return log.tau
-    out = np.empty_like(log.tau)
-    for start, stop in log.spans():
-        tau = log.tau[start:stop]
-        m = tau.shape[0]
-        if m < 3:
-            out[start:stop] = tau
-            continue
-        dt = float(np.median(np.diff(log.t[start:stop])))
-        k = np.arange(m, dtype=float)[:, None]
-        slope = (tau[-1] - tau[0]) / (m - 1)
-        rest = tau - tau[0] - slope * k  # zero at both ends
-        odd = np.concatenate([rest, -rest[-2:0:-1]])  # period 2 m - 2
-        phase = np.exp(2j * np.pi * np.fft.rfftfreq(odd.shape[0], dt) * delay)
-        shifted = np.fft.irfft(np.fft.rfft(odd, axis=0) * phase[:, None], odd.shape[0], 0)
-        out[start:stop] = shifted[:m] + tau[0] + slope * (k + delay / dt)
-    return out
+    return log.tau if delay == 0.0 else FractionalDelay(log)(delay)
 
 
 def delay_bound(log: Log, periods: float = 5.0) -> float:
