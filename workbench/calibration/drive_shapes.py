@@ -55,7 +55,7 @@ import numpy as np
 from workbench import inertia
 from workbench.calibration import signals
 from workbench.calibration.drives import STRIBECK_EXPONENT, Drives, stribeck_shape
-from workbench.calibration.kind_names import SHAPED_TERMS
+from workbench.calibration.kind_names import FURTHER_TERMS
 from workbench.calibration.least_squares import DynamicFit, joint_sigma
 from workbench.calibration.samples import Log
 from workbench.calibration.sensor_delay import FractionalDelay, delay_bound
@@ -81,7 +81,7 @@ def has_shapes(drives: Drives) -> bool:
 def refuse_further(drives: Drives, where: str, why: str) -> None:
     """Refuse the further drive terms (Stribeck, load, temperature, delay) where they are not
     fitted: ``where`` names the log or kind, ``why`` says what takes the classic terms only."""
-    further = [t for t in drives.terms if t in SHAPED_TERMS]
+    further = [t for t in drives.terms if t in FURTHER_TERMS]
     if further:
         raise WorkbenchError(
             f"{where}: the torque-model term(s) {', '.join(further)} are fitted by the dynamic "

@@ -19,6 +19,6 @@ TERMS = (  # torque-model terms
     "temperature",
     "sensor_delay",
 )
-SHAPED_TERMS = ("stribeck", "load_friction", "temperature", "sensor_delay")  # screened one by one
-CLASSIC_TERMS = tuple(t for t in TERMS if t not in SHAPED_TERMS)
+FURTHER_TERMS = ("stribeck", "load_friction", "temperature", "sensor_delay")  # screened one by one
+CLASSIC_TERMS = tuple(t for t in TERMS if t not in FURTHER_TERMS)
 LOSSES = ("linear", "huber", "soft_l1")  # residual losses of the least squares

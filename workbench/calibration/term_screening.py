@@ -3,7 +3,7 @@
 The classic drive terms of a log (``friction``, ``rotor_inertia``,
 ``offset``, ``coupled_motors``, in the log's order) are nested candidates,
 simplest first, as before. Each further term the log switches on
-(:data:`~workbench.calibration.kind_names.SHAPED_TERMS`: ``stribeck``,
+(:data:`~workbench.calibration.kind_names.FURTHER_TERMS`: ``stribeck``,
 ``load_friction``, ``temperature``, ``sensor_delay``) is *tried* alone on
 top of all the classic terms, on the same folds (forward step): its held-out
 benefit is that trial's held-out relative RMS against the classic
@@ -27,13 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workbench.calibration.kind_names import SHAPED_TERMS
+from workbench.calibration.kind_names import FURTHER_TERMS
 
 
 def split_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(classic terms, further terms) of ``terms``, each in the given order."""
-    classic = tuple(t for t in terms if t not in SHAPED_TERMS)
-    return classic, tuple(t for t in terms if t in SHAPED_TERMS)
+    classic = tuple(t for t in terms if t not in FURTHER_TERMS)
+    return classic, tuple(t for t in terms if t in FURTHER_TERMS)
 
 
 def trial_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
