@@ -23,6 +23,7 @@ from typing import Any
 
 from workbench.calibration import plausibility
 from workbench.calibration.chunked_logs import ChunkedLog, read_part
+from workbench.calibration.drive_shapes import refuse_further
 from workbench.calibration.dynamic_problem import DynamicOutputs, Terms, TorqueSetup, torque_setup
 from workbench.calibration.normal_equations import (
     Split,
@@ -75,6 +76,7 @@ class AccumulatedDynamicProblem(DynamicOutputs):
         first = read_part(log.parts[0], log.joint_names)  # units and columns, before the pass
         plausibility.check_log(_as_log(first, log), chain, channels=False)
         drives = log_drives(log, options.terms)
+        refuse_further(drives, log.source, "a log read chunk by chunk")
         self._setup = torque_setup(
             chain, log, drives.terms, options,
             lambda model, base: accumulate(

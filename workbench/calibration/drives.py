@@ -31,6 +31,35 @@ terms, each switchable, with the names of the identification literature
 
   For the Staubli TX40 (``R[5, 4] = R[5, 5] = 32``) these are the ``Iam6``,
   ``fvm6`` and ``fsm6`` columns of its published identification.
+
+Terms beyond viscous and Coulomb friction (each linear in its parameters
+once a shape is fixed; the shapes are fitted by outer searches on the
+training rows, :mod:`workbench.calibration.drive_shapes`):
+
+* ``stribeck``: ``fst<j>`` [N m], the Stribeck friction peak at rest,
+  column ``exp(-(|dq_j| / vs_j)^delta) s(dq_j)`` in row j, with
+  ``delta = 1`` (:data:`STRIBECK_EXPONENT`, the exponential curve of Tustin), ``s``
+  the (smooth) sign of the Coulomb term and ``vs_j`` [rad/s] the Stribeck
+  speed of joint j (``Drives.stribeck_speed``; searched on a log scale);
+* ``load_friction``: ``fl<j>`` [dimensionless, N m per N m], Coulomb
+  friction proportional to the torque the joint transmits, column
+  ``|tau_load_j| s(dq_j)`` in row j; ``tau_load`` is a rigid-body torque
+  along the logged motion (plus a known payload's), given to the columns
+  (:class:`DriveInputs`) so that the term is linear: the equations are
+  built with the *nominal* model's, and the identification alternates
+  (:mod:`workbench.calibration.drive_shapes`): the load of the model fitted
+  with the previous load, twice, so that the final ``tau_load`` is the
+  identified model's own rigid-body torque;
+* ``temperature``: ``fvT<j>`` [N m s/rad/K] and ``fsT<j>`` [N m/K], the
+  change of viscous and Coulomb friction with the drive temperature:
+  columns ``(T_j - T0_j) dq_j`` and ``(T_j - T0_j) s(dq_j)``, so joint j's
+  friction is ``(fv + fvT (T - T0)) dq + (fs + fsT (T - T0)) s(dq)`` with
+  ``T0_j`` the log's mean temperature of joint j (degrees of any scale;
+  K and deg C differences agree);
+* ``sensor_delay``: no column: one constant delay ``d`` [s] per recording,
+  the measured torques lagging the positions (``tau_measured(t) =
+  tau_model(t - d)``, ``Drives.delay``); the equations compare the model at
+  t with the measurement at ``t + d`` (interpolated before decimation).
 """
 
 from __future__ import annotations
@@ -48,6 +77,37 @@ from workbench.lie import Array
 from workbench.mjcf import Coupling
 
 DEFAULT_TERMS = ("friction",)
+STRIBECK_EXPONENT = 1.0  # delta of exp(-(|dq| / vs)^delta)
+# per-joint parameters of each term, in column order
+_PER_JOINT = (
+    ("rotor_inertia", ("Ia",)),
+    ("friction", ("fv", "fs")),
+    ("offset", ("off",)),
+    ("stribeck", ("fst",)),
+    ("load_friction", ("fl",)),
+    ("temperature", ("fvT", "fsT")),
+)
+
+_INPUTS = {"temperature": "temperature", "load_friction": "load"}  # term -> DriveInputs field
+
+
+@dataclass(frozen=True)
+class DriveInputs:
+    """Per-sample inputs of drive terms besides the motion, (N, n) each (None: not needed).
+
+    ``temperature``: ``T - T0`` per joint (the ``temperature`` term);
+    ``load``: the nominal rigid-body torque per joint (``load_friction``).
+    """
+
+    temperature: Array | None = None
+    load: Array | None = None
+
+    def rows(self, rows: slice | np.ndarray) -> DriveInputs:
+        """The inputs of the samples ``rows``."""
+        return DriveInputs(
+            None if self.temperature is None else self.temperature[rows],
+            None if self.load is None else self.load[rows],
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,13 +119,18 @@ class Drives:
     ``min_speed`` (n,) the joint speeds below which Coulomb friction fades:
     ``fs tanh(3 dq / min_speed)`` instead of ``fs sign(dq)`` (friction at rest
     is anywhere within +-fs and a sign of measurement noise predicts it
-    badly; above min_speed, where rows are fitted, the two agree to 0.5 %).
+    badly; above min_speed, where rows are fitted, the two agree to 0.5 %);
+    ``stribeck_speed`` (n,) the Stribeck speeds vs_j [rad/s] (default 1;
+    fitted by :mod:`workbench.calibration.drive_shapes`); ``delay`` [s] the
+    torque sensor's delay behind the positions (``sensor_delay``).
     """
 
     n: int
     terms: tuple[str, ...] = DEFAULT_TERMS
     transmission: Array | None = None
     min_speed: Array | None = None
+    stribeck_speed: Array | None = None
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.terms if t not in TERMS]
@@ -87,6 +152,14 @@ class Drives:
                         f"{k + 1}] is 0: motor {k + 1} must turn with joint {k + 1} (number the "
                         "motors after the joints they drive)"
                     )
+        if "stribeck" in self.terms:
+            vs = np.ones(self.n) if self.stribeck_speed is None else self.stribeck_speed
+            vs = np.asarray(vs, dtype=float)
+            if vs.shape != (self.n,) or not np.all(vs > 0):
+                raise WorkbenchError(
+                    f"Stribeck speeds {vs.tolist()}: expected {self.n} positive values (rad/s)"
+                )
+            object.__setattr__(self, "stribeck_speed", vs)
 
     @property
     def coupled(self) -> list[int]:
@@ -97,18 +170,31 @@ class Drives:
 
     @property
     def names(self) -> list[str]:
-        """Parameter names in column order: per joint (Ia, fv, fs, off), then coupled motors."""
-        per_joint = [
-            *(["Ia"] if "rotor_inertia" in self.terms else []),
-            *(["fv", "fs"] if "friction" in self.terms else []),
-            *(["off"] if "offset" in self.terms else []),
-        ]
+        """Parameter names in column order: per joint (Ia, fv, fs, off, fst, fl, fvT, fsT),
+        then coupled motors."""
+        per_joint = [p for term, params in _PER_JOINT if term in self.terms for p in params]
         names = [f"{p}{j + 1}" for j in range(self.n) for p in per_joint]
         return names + [f"{p}{k + 1}" for k in self.coupled for p in ("Iam", "fvm", "fsm")]
 
-    def columns(self, dq: Array, ddq: Array) -> Array:
-        """C (N, n, p): d tau / d x for the drive parameters x (module docstring)."""
+    @property
+    def inputs_needed(self) -> tuple[str, ...]:
+        """The :class:`DriveInputs` fields the terms read."""
+        return tuple(field for term, field in _INPUTS.items() if term in self.terms)
+
+    def smooth_sign(self, dq: Array) -> Array:
+        """The sign (N, n) Coulomb-like terms multiply: ``sign(dq)`` or its smooth form."""
+        return _sign(dq, self.min_speed)
+
+    def columns(self, dq: Array, ddq: Array, inputs: DriveInputs | None = None) -> Array:
+        """C (N, n, p): d tau / d x for the drive parameters x (module docstring); ``inputs``
+        the per-sample temperatures and load torques the terms need."""
         N, n = dq.shape
+        inputs = inputs or DriveInputs()
+        for term, field in _INPUTS.items():
+            if term in self.terms and getattr(inputs, field) is None:
+                raise WorkbenchError(
+                    f"the torque-model term {term} needs the {field} of every sample"
+                )
         blocks = []
         rows = np.arange(n)
 
@@ -117,13 +203,19 @@ class Drives:
             C[:, rows, rows] = values
             return C
 
-        per_joint = []
-        if "rotor_inertia" in self.terms:
-            per_joint.append(diagonal(ddq))
-        if "friction" in self.terms:
-            per_joint += [diagonal(dq), diagonal(_sign(dq, self.min_speed))]
-        if "offset" in self.terms:
-            per_joint.append(diagonal(np.ones_like(dq)))
+        sign = self.smooth_sign(dq)
+        values = {
+            "Ia": lambda: ddq,
+            "fv": lambda: dq,
+            "fs": lambda: sign,
+            "off": lambda: np.ones_like(dq),
+            "fst": lambda: stribeck_shape(dq, self.stribeck_speed) * sign,
+            "fl": lambda: np.abs(inputs.load) * sign,
+            "fvT": lambda: inputs.temperature * dq,
+            "fsT": lambda: inputs.temperature * sign,
+        }
+        chosen = [p for term, params in _PER_JOINT if term in self.terms for p in params]
+        per_joint = [diagonal(values[p]()) for p in chosen]
         if per_joint:  # interleave: joint 1's terms, then joint 2's, ...
             blocks.append(np.stack(per_joint, axis=3).reshape(N, n, n * len(per_joint)))
         for k in self.coupled:
@@ -140,6 +232,12 @@ class Drives:
         return np.stack([ddq @ off.T, dq @ off.T, sign[:, None] * (R[k] / abs(R[k, k]))], axis=2)
 
 
+def stribeck_shape(dq: Array, vs: Array) -> Array:
+    """``exp(-(|dq| / vs)^delta)`` (N, n) for Stribeck speeds vs (n,), delta
+    :data:`STRIBECK_EXPONENT`: 1 at rest, falling to exp(-1) at ``vs``."""
+    return np.exp(-((np.abs(dq) / vs) ** STRIBECK_EXPONENT))
+
+
 def _sign(speed: Array, threshold: Array | float | None) -> Array:
     """sign(speed), or ``tanh(3 speed / threshold)``: smooth through rest, within 0.5 % of the
     sign above the threshold (where torque rows are fitted)."""
@@ -148,9 +246,11 @@ def _sign(speed: Array, threshold: Array | float | None) -> Array:
     return np.tanh(3.0 * speed / threshold)
 
 
-def drive_torques(drives: Drives, x: Array, dq: Array, ddq: Array) -> Array:
+def drive_torques(
+    drives: Drives, x: Array, dq: Array, ddq: Array, inputs: DriveInputs | None = None
+) -> Array:
     """tau (N, n) of the drive terms with parameters ``x`` (p,)."""
-    return np.einsum("snp,p->sn", drives.columns(dq, ddq), x)
+    return np.einsum("snp,p->sn", drives.columns(dq, ddq, inputs), x)
 
 
 def simulator_terms(drives: Drives, values: dict[str, float]) -> dict[str, object]:
@@ -198,8 +298,10 @@ def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, 
     top = Section(read_toml(path, "drive file"), str(path))
     terms = tuple(top.strings("terms"))
     transmission = top.array("transmission", None, shape=(n, n))
+    stribeck_speed = top.array("stribeck_speed", None, shape=(n,))
+    delay = 1e-3 * top.number("delay_ms", 0.0)
     values = top.section("values")
-    drives = Drives(n, terms, transmission)
+    drives = Drives(n, terms, transmission, stribeck_speed=stribeck_speed, delay=delay)
     known = set(drives.names)
     result = {}
     for name in list(values.table):
@@ -218,7 +320,10 @@ def drive_file_text(drives: Drives, values: Array, std: Array | None = None, not
     lines = [
         "# Drive parameters, joint side, SI units: viscous friction fv [N m s/rad], Coulomb",
         "# friction fs [N m], rotor inertia Ia [kg m^2], torque offset off [N m]; coupled",
-        "# motors: Iam, fvm, fsm (see workbench.calibration.drives).",
+        "# motors: Iam, fvm, fsm; Stribeck peak fst [N m] with speeds stribeck_speed",
+        "# [rad/s]; load-dependent friction fl [N m per N m of nominal rigid-body torque];",
+        "# temperature slopes fvT [N m s/rad/K], fsT [N m/K] about the log's mean",
+        "# temperature; torque sensor delay delay_ms [ms] (see workbench.calibration.drives).",
     ]
     lines += [f"# {line}" for line in note.splitlines() if line]
     lines.append(f"terms = [{', '.join(repr(t).replace(chr(39), chr(34)) for t in drives.terms)}]")
@@ -227,6 +332,11 @@ def drive_file_text(drives: Drives, values: Array, std: Array | None = None, not
             "[" + ", ".join(repr(float(v)) for v in row) + "]" for row in drives.transmission
         )
         lines.append(f"transmission = [{rows}]")
+    if "stribeck" in drives.terms:
+        speeds = ", ".join(repr(float(v)) for v in drives.stribeck_speed)
+        lines.append(f"stribeck_speed = [{speeds}]  # rad/s, exponent {STRIBECK_EXPONENT:g}")
+    if "sensor_delay" in drives.terms:
+        lines.append(f"delay_ms = {1e3 * drives.delay!r}  # torques lag positions")
     lines.append("")
     lines.append("[values]")
     for k, name in enumerate(drives.names):

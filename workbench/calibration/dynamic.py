@@ -35,13 +35,19 @@ them so and :func:`fit_equations` fits the accumulated equations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from workbench.calibration import signals
 from workbench.calibration.chunked_logs import ChunkedLog
-from workbench.calibration.drives import Drives
+from workbench.calibration.drive_shapes import (
+    ShapeSearch,
+    has_shapes,
+    refuse_further,
+    shaped_fit,
+)
+from workbench.calibration.drives import DriveInputs, Drives
 from workbench.calibration.least_squares import (
     DynamicFit,
     check_determined,
@@ -56,9 +62,11 @@ from workbench.calibration.normal_equations import (
     fit_normal_equations,
 )
 from workbench.calibration.samples import Log
+from workbench.calibration.sensor_delay import delayed_torques
 from workbench.calibration.solver import irls_weights
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.chain import Chain
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import regressor_columns
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -78,20 +86,47 @@ class TorqueEquations:
 
 
 def torque_equations(model: TorqueModel, base: BaseParameters, log: Log) -> TorqueEquations:
-    """The base regressor and torques of ``log`` after parallel decimation (module docstring)."""
+    """The base regressor and torques of ``log`` after parallel decimation (module docstring);
+    with the ``sensor_delay`` term the torques measured ``model.drives.delay`` later
+    (:mod:`workbench.calibration.sensor_delay`)."""
     if log.tau is None:
         raise WorkbenchError(f"{log.source}: identification from torques needs joint torques")
+    inputs = drive_inputs(model, log)
+    measured = delayed_torques(log, model.drives.delay)
 
     def rows(start: int, stop: int) -> Array:
         s = slice(start, stop)
-        X = model.columns(log.q[s], log.dq[s], log.ddq[s], select=base.independent)
-        tau = log.tau[s] - payload_torques(model.chain, log, s)
+        X = model.columns(
+            log.q[s], log.dq[s], log.ddq[s], select=base.independent, inputs=inputs.rows(s)
+        )
+        tau = measured[s] - payload_torques(model.chain, log, s)
         return np.concatenate([X, tau[:, :, None]], axis=2)
 
     Z, kept = signals.decimate_segments(rows, log.spans(), log.decimation, log.border)
     t, dq = log.t[kept], log.dq[kept]
     fit = np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
     return TorqueEquations(t, Z[:, :, :-1], Z[:, :, -1], fit)
+
+
+def drive_inputs(model: TorqueModel, log: Log) -> DriveInputs:
+    """What the model's drive terms read besides the motion, at every sample of ``log``:
+    temperatures minus the log's mean per joint (``temperature``), and the rigid-body
+    torques of the nominal model (``model.chain``) with the known payload
+    (``load_friction``); :mod:`workbench.calibration.drives`."""
+    needed = model.drives.inputs_needed
+    temperature = load = None
+    if "temperature" in needed:
+        if log.temperature is None:
+            raise WorkbenchError(
+                f"{log.source}: the torque-model term 'temperature' needs drive temperatures "
+                "(a [temperature] section, or temperature / temperature_<joint> columns)"
+            )
+        temperature = log.temperature - np.mean(log.temperature, axis=0)
+    if "load" in needed:
+        everything = slice(0, len(log))
+        load = inverse_dynamics(model.chain, log.q, log.dq, log.ddq)
+        load = load + payload_torques(model.chain, log, everything)
+    return DriveInputs(temperature, load)
 
 
 def payload_torques(chain: Chain, log: Log, rows: slice) -> Array:
@@ -216,16 +251,29 @@ def calibrate_dynamic(
     are the nominal drive parameters (zero by default) that the completion
     starts from. A :class:`~workbench.calibration.chunked_logs.ChunkedLog` is
     read chunk by chunk into accumulated equations
-    (:func:`workbench.calibration.normal_equations.accumulate`).
+    (:func:`workbench.calibration.normal_equations.accumulate`). Stribeck speeds and the
+    sensor delay are fitted by the outer searches of
+    :mod:`workbench.calibration.drive_shapes` (in-memory logs only).
     """
     drives = drives or Drives(chain.n)
     model = TorqueModel(chain, drives)
     base = base_parameters(model)
     if isinstance(log, ChunkedLog):
+        refuse_further(drives, log.source, "a log read chunk by chunk")
         equations = accumulate(model, base, log)
     else:
         equations = torque_equations(model, base, log)
-    return fit_equations(
-        model, base, equations, x0=model.values(drive_values), weighted=weighted, loss=loss,
-        f_scale=f_scale, physical=physical,
-    )  # fmt: skip
+    x0 = model.values(drive_values)
+
+    def fit(model: TorqueModel, equations: TorqueEquations | NormalEquations) -> DynamicFit:
+        return fit_equations(
+            model, base, equations, x0=x0, weighted=weighted, loss=loss, f_scale=f_scale,
+            physical=physical,
+        )  # fmt: skip
+
+    if not has_shapes(drives):
+        return fit(model, equations)
+    payload = payload_torques(chain, log, slice(0, len(log)))
+    search = ShapeSearch(model, base, log, equations, payload, x0)
+    result, shapes = shaped_fit(search, None, fit)
+    return replace(result, shapes=shapes)

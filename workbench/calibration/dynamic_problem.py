@@ -10,18 +10,32 @@ accumulated triangular factors instead.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from workbench.calibration.chunked_logs import ChunkedLog
+from workbench.calibration.drive_shapes import (
+    ShapeSearch,
+    has_shapes,
+    shape_note,
+    shape_parameters,
+    shape_summary,
+    shaped_fit,
+)
 from workbench.calibration.drives import drive_file_text
-from workbench.calibration.dynamic import equation_factors, fit_equations, torque_equations
+from workbench.calibration.dynamic import (
+    equation_factors,
+    fit_equations,
+    payload_torques,
+    torque_equations,
+)
 from workbench.calibration.least_squares import fit_factors, merge_factors
 from workbench.calibration.parameter_figures import relative_stds, std_figure
 from workbench.calibration.problem import Options, SampleBlocks
 from workbench.calibration.samples import Log
+from workbench.calibration.term_screening import benefit_summary, screen_terms, trial_terms
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.calibration.torque_problem import (
     TorqueProblem,
@@ -55,6 +69,11 @@ class TorqueSetup:
     base: Any
     x0: Array
     equations: Any
+    shapes: ShapeSearch | None = None  # outer searches of Stribeck speeds and sensor delay
+
+    def equations_of(self, fit) -> Any:
+        """The equations with ``fit``'s drive shapes."""
+        return self.equations if self.shapes is None else self.shapes.equations_of(fit.shapes)
 
 
 def torque_setup(
@@ -77,10 +96,12 @@ class DynamicOutputs(TorqueProblem):
     DynamicFit`); the problem gives ``setup(terms)`` and ``samples``."""
 
     samples: int
+    term_benefits: list[dict[str, Any]] | None = None  # the further drive terms screened
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         names = fit.base.names
-        return list(zip(names, fit.beta.tolist(), relative_stds(fit.std, fit.beta), strict=True))
+        rows = list(zip(names, fit.beta.tolist(), relative_stds(fit.std, fit.beta), strict=True))
+        return rows + shape_parameters(fit.shapes)
 
     def chain(self, fit) -> Chain:
         return fit.chain
@@ -92,6 +113,7 @@ class DynamicOutputs(TorqueProblem):
         if not fit.model.drives.names:
             return {}
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
+        note += shape_note(fit.shapes)
         return {
             "calibrated.drives.toml": drive_file_text(
                 fit.model.drives, fit.drive_values, note=note + prismatic_note(self.units())
@@ -120,6 +142,8 @@ class DynamicOutputs(TorqueProblem):
             "phi": fit.chain.phi.reshape(n, 10).tolist(),
             "physically_consistent": fit.physically_consistent,
             "iterations": fit.iterations,
+            **shape_summary(fit.shapes, self.labels),
+            **benefit_summary(self.term_benefits),
         }
 
 
@@ -128,7 +152,10 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
 
     Candidates (``parameters`` auto and no ``terms`` given): the inertial
     base parameters alone, then with each of the log's (or the default)
-    drive terms added in their order; given ``terms`` are fitted as they are.
+    drive terms added in their order; further terms (Stribeck,
+    load-dependent friction, temperature, sensor delay) are screened one by
+    one first (:mod:`workbench.calibration.term_screening`); given ``terms``
+    are fitted as they are.
     """
 
     def __init__(self, chain: Chain, log: Log, options: Options) -> None:
@@ -146,16 +173,26 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         self.blocks: list[np.ndarray] = []  # the held-out rows of :meth:`folds`
         self.factors: dict[tuple[tuple[str, ...], int], tuple[Array, np.ndarray]] = {}
         if options.terms is None and options.parameters == "auto" and drives.terms:
-            terms = drives.terms
-            self.candidates = tuple(Terms(terms[:k]) for k in range(len(terms) + 1))
+            self.candidates = tuple(Terms(t) for t in trial_terms(drives.terms))
+
+    def screen(self, score, beats) -> None:
+        """Keep the further drive terms that the folds find useful (:mod:`.term_screening`)."""
+        terms = self.model.drives.terms
+        if len(self.candidates) > 1 and terms != trial_terms(terms)[-1]:
+            self.candidates, self.term_benefits = screen_terms(terms, Terms, score, beats)
 
     def setup(self, terms: tuple[str, ...]) -> TorqueSetup:
-        """The torque model with ``terms``, built once."""
+        """The torque model with ``terms``, built once (with its shapes' outer searches)."""
         if terms not in self.setups:
-            self.setups[terms] = torque_setup(
+            s = torque_setup(
                 self.joint_chain, self.log, terms, self.options,
                 lambda model, base: torque_equations(model, base, self.log),
             )  # fmt: skip
+            if has_shapes(s.model.drives):
+                payload = payload_torques(s.model.chain, self.log, slice(0, len(self.log)))
+                search = ShapeSearch(s.model, s.base, self.log, s.equations, payload, s.x0)
+                s = replace(s, shapes=search)
+            self.setups[terms] = s
         return self.setups[terms]
 
     def folds(self, scheme: EndSplit | Folds) -> list[tuple[tuple[int, ...], np.ndarray]]:
@@ -178,7 +215,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         computed once per candidate and merged per fold."""
         o = self.options
         s = self.setup(candidate.terms) if candidate else self.setups[self.model.drives.terms]
-        if training is not None and o.loss == "linear":
+        if training is not None and o.loss == "linear" and s.shapes is None:
             factors = [self._factors(s, b) for b in training]
             R, counts = factors[0]
             for R_b, counts_b in factors[1:]:
@@ -187,10 +224,17 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
                 s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=o.physical
             )
         rows = None if training is None else np.concatenate([self.blocks[b] for b in training])
-        return fit_equations(
-            s.model, s.base, s.equations, rows, x0=s.x0, weighted=o.weighted,
-            loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
-        )  # fmt: skip
+
+        def fit(model: TorqueModel, equations) -> Any:
+            return fit_equations(
+                model, s.base, equations, rows, x0=s.x0, weighted=o.weighted,
+                loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
+            )  # fmt: skip
+
+        if s.shapes is None:
+            return fit(s.model, s.equations)
+        result, shapes = shaped_fit(s.shapes, rows, fit)
+        return replace(result, shapes=shapes)
 
     def _factors(self, setup: TorqueSetup, block: int) -> tuple[Array, np.ndarray]:
         """Per-joint factors and rows of ``block``'s equations of ``setup``, computed once."""
@@ -205,8 +249,8 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
     def errors(self, fit, rows: np.ndarray) -> Array:
         if fit is None:
             return self.equations.X[rows] @ (self.base.matrix @ self.x0) - self.equations.tau[rows]
-        X = self.setup(fit.model.drives.terms).equations.X
-        return X[rows] @ fit.beta - self.equations.tau[rows]
+        equations = self.setup(fit.model.drives.terms).equations_of(fit)
+        return equations.X[rows] @ fit.beta - equations.tau[rows]
 
     def measured(self, rows: np.ndarray) -> Array:
         return self.equations.tau[rows]

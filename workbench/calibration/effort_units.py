@@ -49,7 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.calibration.drives import TERMS, Drives, drive_torques
+from workbench.calibration.drives import Drives, drive_torques
+from workbench.calibration.kind_names import CLASSIC_TERMS, TERMS
 from workbench.calibration.samples import Log
 from workbench.chain import PRISMATIC, Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
@@ -149,7 +150,8 @@ def nominal_torques(
     (drive parameter name -> value, joint side, as in a drive file), the
     per-joint friction ``fv``, ``fs``, rotor inertia ``Ia`` and offset ``off``,
     and the coupled motors' ``Iam``, ``fvm``, ``fsm`` through the log's
-    transmission (:mod:`workbench.calibration.drives`).
+    transmission (:mod:`workbench.calibration.drives`); the further terms' parameters
+    (Stribeck, load-dependent and temperature friction) are accepted and left out.
     """
     if log.dq is None or log.ddq is None:
         raise WorkbenchError(
@@ -167,8 +169,9 @@ def nominal_torques(
                 f"nominal drive parameter(s) {', '.join(unknown)} are not terms of {chain.n} "
                 "joints (Ia, fv, fs, off) or of the log's coupled motors (Iam, fvm, fsm)"
             )
-        x = np.array([nominal_drives.get(name, 0.0) for name in drives.names])
-        tau = tau + drive_torques(drives, x, dq, ddq)
+        classic = Drives(chain.n, CLASSIC_TERMS, log.transmission, log.min_speed)
+        x = np.array([nominal_drives.get(name, 0.0) for name in classic.names])
+        tau = tau + drive_torques(classic, x, dq, ddq)
     return tau, gravity
 
 

@@ -14,5 +14,16 @@ DESCRIPTIONS = {  # per calibration kind, what it calibrates from what
     "dynamic": "inertial base parameters and drive terms from torques",
 }
 KIND_NAMES = tuple(DESCRIPTIONS)
-TERMS = ("friction", "rotor_inertia", "offset", "coupled_motors")  # torque-model terms
+TERMS = (  # torque-model terms
+    "friction",
+    "rotor_inertia",
+    "offset",
+    "coupled_motors",
+    "stribeck",
+    "load_friction",
+    "temperature",
+    "sensor_delay",
+)
+FURTHER_TERMS = ("stribeck", "load_friction", "temperature", "sensor_delay")  # screened one by one
+CLASSIC_TERMS = tuple(t for t in TERMS if t not in FURTHER_TERMS)
 LOSSES = ("linear", "huber", "soft_l1")  # residual losses of the least squares

@@ -21,6 +21,7 @@ factors. Robust losses re-weight every row and fit the rows themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -47,6 +48,7 @@ class DynamicFit:
     physically_consistent: bool
     iterations: int
     rows: int  # equations used
+    shapes: Any = None  # fitted drive shapes (workbench.calibration.drive_shapes.Shapes)
 
     @property
     def std(self) -> Array:

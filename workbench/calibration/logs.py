@@ -8,6 +8,9 @@ Two ways to give a log:
   - ``t``: time in s, strictly increasing;
   - per joint ``q_<joint>`` (required), ``dq_<joint>``, ``ddq_<joint>``,
     ``tau_<joint>`` with the joint names of the model (joint side, SI);
+  - drive temperatures (the ``temperature`` torque-model term), per joint
+    ``temperature_<joint>`` or one ``temperature`` for every joint (deg C or
+    K: only differences from the log's mean enter the model);
   - tool position ``px, py, pz`` in the base frame, optionally the tool
     orientation as a unit quaternion ``qx, qy, qz, qw``.
 
@@ -49,7 +52,7 @@ from workbench.lie import Array
 
 POSITION = ("px", "py", "pz")
 ORIENTATION = ("qx", "qy", "qz", "qw")
-_PREFIXES = ("q", "dq", "ddq", "tau")
+_PREFIXES = ("q", "dq", "ddq", "tau", "temperature")
 
 __all__ = [
     "ORIENTATION",
@@ -140,6 +143,17 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
     dq = block([f"dq_{j}" for j in joints])
     ddq = block([f"ddq_{j}" for j in joints])
     tau = block([f"tau_{j}" for j in joints])
+    temperature = block([f"temperature_{j}" for j in joints])
+    per_joint = [f"temperature_{j}" in columns for j in joints]
+    if any(per_joint) and not all(per_joint):
+        missing = [
+            f"temperature_{j}" for j, given in zip(joints, per_joint, strict=True) if not given
+        ]
+        raise WorkbenchError(f"{path}: temperature columns missing: {', '.join(missing)}")
+    if "temperature" in columns:
+        if any(per_joint):
+            raise WorkbenchError(f"{path}: give temperature or temperature_<joint>, not both")
+        temperature = np.repeat(block(["temperature"]), len(joints), axis=1)
     differentiated = dq is None or ddq is None
     clock, segments = None, None
     if differentiated and tau is None:  # poses: derivatives only for the plausibility checks
@@ -153,6 +167,7 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
         clock = uniform_clock(t, where=f"{path}, column 't'")
         if clock.resampled:  # torques on a real clock: a uniform grid before differentiating
             q, tau = resample(clock, t, q), resample(clock, t, tau)
+            temperature = None if temperature is None else resample(clock, t, temperature)
             dq, ddq = (None if x is None else resample(clock, t, x) for x in (dq, ddq))
             t, segments = clock.t, clock.segments if len(clock.segments) > 1 else None
         dq_sg, ddq_sg = np.empty_like(q), np.empty_like(q)
@@ -180,6 +195,7 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
         differentiated=differentiated,
         columns={name: f"{path}, column {k + 1} ('{name}')" for name, k in columns.items()},
         segments=segments,
+        temperature=temperature,
         clock=clock.summary() if clock is not None and clock.resampled else None,
     )
 
@@ -214,7 +230,7 @@ def write_log(path: str | os.PathLike, log: Log) -> Path:
 def _check_header(table: Table, chain: Chain, require: tuple[str, ...]) -> dict[str, int]:
     """Map column names to indices; reject unknown joints and missing columns."""
     path = table.path
-    known = {"t", *POSITION, *ORIENTATION}
+    known = {"t", "temperature", *POSITION, *ORIENTATION}
     known |= {f"{p}_{j}" for p in _PREFIXES for j in chain.joint_names}
     columns: dict[str, int] = {}
     for k, name in enumerate(table.header):
@@ -227,8 +243,9 @@ def _check_header(table: Table, chain: Chain, require: tuple[str, ...]) -> dict[
                     f"{', '.join(chain.joint_names)}"
                 )
             raise WorkbenchError(
-                f"{where}: unknown column; expected t, q_/dq_/ddq_/tau_<joint>, "
-                "px, py, pz, qx, qy, qz, qw (or describe the file in a .toml log description)"
+                f"{where}: unknown column; expected t, q_/dq_/ddq_/tau_/temperature_<joint>, "
+                "temperature, px, py, pz, qx, qy, qz, qw (or describe the file in a .toml log "
+                "description)"
             )
         columns[name] = k
     needed = ["t", *(f"q_{j}" for j in chain.joint_names)]

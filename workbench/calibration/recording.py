@@ -57,6 +57,11 @@ Sections and keys (every key is checked; unknown keys are errors):
     from 1), or ``matrix``. Motor torques reach the joints through
     ``torque_matrix`` (joint-from-motor), by default ``R^T`` (virtual
     power). Needed when a side is "motor".
+``[temperature]``
+    Drive temperatures for the ``temperature`` term: ``file``, ``columns``
+    (one per joint, as above) or ``column`` (one temperature for every
+    joint), ``unit`` ("degC" or "K"; only differences from the log's mean
+    temperature enter the model). Read, resampled and cut like the torques.
 ``[[markers]]``
     Measured poses of frames on the robot: ``name``, ``frame`` (the model
     frame the marker hangs from, its nominal placement; default the tool
@@ -92,7 +97,15 @@ Sections and keys (every key is checked; unknown keys are errors):
     (:func:`workbench.urdf.load_robot`). Without ``joints``, the joints of a
     ``columns`` table (joint = "column") are the calibrated ones; a
     ``columns`` list follows the order of ``joints`` (else the model's).
-    ``terms``: torque-model terms (:mod:`workbench.calibration.drives`);
+    ``terms``: torque-model terms (:mod:`workbench.calibration.drives`):
+    ``friction``, ``rotor_inertia``, ``offset``, ``coupled_motors``, and the
+    further terms ``stribeck`` (Stribeck friction, speeds fitted),
+    ``load_friction`` (Coulomb friction proportional to the nominal
+    rigid-body torque), ``temperature`` (friction linear in the drive
+    temperature, needs ``[temperature]``) and ``sensor_delay`` (one delay of
+    the torques behind the positions, fitted); with ``--parameters auto``
+    the further terms are each tried on the held-out folds and kept only
+    when they predict better (:mod:`workbench.calibration.term_screening`);
     ``[model.payload]``: a known body carried while logging (``link``,
     default the last; ``mass`` in kg, ``com`` in m and ``inertia`` =
     [ixx, iyy, izz, ixy, ixz, iyz] about the centre of mass in kg m^2, both in
@@ -189,6 +202,10 @@ def _read(
         tau, tau_where, table = _joint_block(reader, section, chain, transmission, "torques", order)
         blocks["tau"] = (tau, table)
         columns |= {f"tau_{j}": w for j, w in zip(chain.joint_names, tau_where, strict=True)}
+    if "temperature" in top:
+        temperature, where, table = _temperature(reader, top.section("temperature"), chain, order)
+        blocks["temperature"] = (temperature, table)
+        columns |= {f"temperature_{j}": w for j, w in zip(chain.joint_names, where, strict=True)}
     markers = []
     for section in top.sections("markers"):
         marker, table, where = _marker(reader, section, positions, chain)
@@ -204,7 +221,10 @@ def _read(
     raw_t = {
         k: table.column("t") if _is_bag_table(table) else None for k, (_, table) in blocks.items()
     }
-    q, dq, tau = (_rows_of(blocks[k], rows) if k in blocks else None for k in ("q", "dq", "tau"))
+    q, dq, tau, temperature = (
+        _rows_of(blocks[k], rows) if k in blocks else None
+        for k in ("q", "dq", "tau", "temperature")
+    )
     markers = [m.subset(rows[id(table)]) for m, table in markers]
     ddq = None
     tables = csv_tables
@@ -218,14 +238,14 @@ def _read(
                 "the positions need time stamps (a bag, or [time])"
             )
         q, markers, t, found = _match_poses(postures, q, t, posed, chain)
-        clock, dq, tau = None, None, None
+        clock, dq, tau, temperature = None, None, None, None
     elif postures.table:
         raise WorkbenchError(f"{path}: [postures] matches poses from a bag topic; there are none")
     if clock is not None and (clock.resampled or any(v is not None for v in raw_t.values())):
         stamps = {k: t if v is None else v for k, v in raw_t.items()}
-        q, dq, tau = (
+        q, dq, tau, temperature = (
             None if x is None else clock_module.resample(clock, stamps[k], x)
-            for k, x in (("q", q), ("dq", dq), ("tau", tau))
+            for k, x in (("q", q), ("dq", dq), ("tau", tau), ("temperature", temperature))
         )
         markers = [_resampled_marker(m, clock, t) for m in markers]
         t = clock.t
@@ -252,8 +272,8 @@ def _read(
             "(a set of static poses): add [time] or remove [processing]"
         )
     if clock is not None:
-        q, dq, ddq, tau, t, segments, decimation, min_speed, border = _process(
-            processing, chain, q, dq, tau, t, clock, str(path)
+        q, dq, ddq, tau, t, segments, decimation, min_speed, border, temperature = _process(
+            processing, chain, q, dq, tau, t, clock, str(path), temperature
         )
     elif dq is None:
         differentiated = False
@@ -279,6 +299,7 @@ def _read(
         transmission=transmission.position if transmission is not None else None,
         payload=payload,
         segments=segments,
+        temperature=temperature,
         clock=found
         if posed
         else clock.summary()
@@ -572,6 +593,31 @@ def _joint_block(
     return np.ascontiguousarray(values), where, table
 
 
+def _temperature(
+    reader: _Reader, section: Section, chain: Chain, order
+) -> tuple[Array, list[str], Table]:
+    """Drive temperatures (N, n) of ``[temperature]``: ``file``, and ``columns`` (one per
+    joint, as the joint blocks) or ``column`` (one for every joint); ``unit`` "degC" (default)
+    or "K" (the temperature term uses differences from the log's mean only)."""
+    if bags.is_bag(reader.path(section)):
+        raise WorkbenchError(f"{section.where('file')}: temperatures are read from tables only")
+    table = reader.table(section)
+    section.string("unit", "degC", choices=("degC", "K"))
+    if ("columns" in section) == ("column" in section):
+        raise WorkbenchError(
+            f"{section.source}: [temperature] needs columns (one per joint) or column (one for "
+            "every joint)"
+        )
+    if "column" in section:
+        names = [section.string("column")] * chain.n
+    else:
+        names = _column_names(section, chain, order)
+    values = table.values[:, [table.index(c) for c in names]]
+    where = [f"{table.path}, column {table.index(c) + 1} ('{c}')" for c in names]
+    section.done()
+    return np.ascontiguousarray(values), where, table
+
+
 def _in_chain_order(values: Array, order: tuple[str, ...], chain: Chain) -> Array:
     """Per-joint values (or a joint-by-joint matrix) given in ``order``, in the chain's order."""
     perm = [order.index(j) for j in chain.joint_names]
@@ -762,12 +808,14 @@ def _process(
     t: Array,
     clock: clock_module.Clock,
     source: str,
+    temperature: Array | None = None,
 ):
     """Filter and differentiate a time series segment by segment; decimation and the fit mask.
 
     Segments too short for the filters are left out with a warning. Returns
     q, dq, ddq, tau, t (the kept samples), the segments, the decimation
-    factor, the per-joint speed threshold and the border.
+    factor, the per-joint speed threshold, the border and the temperatures
+    of the kept samples.
     """
     dt = clock.period
     rate = 1.0 / dt
@@ -814,6 +862,7 @@ def _process(
     q, t = q[keep], t[keep]
     dq = None if dq is None else dq[keep]
     tau = None if tau is None else tau[keep]
+    temperature = None if temperature is None else temperature[keep]
     q_f, dq_f, ddq_f = np.empty_like(q), np.empty_like(q), np.empty_like(q)
     for a, b in segments:
         what = f"{source}: positions"
@@ -840,7 +889,7 @@ def _process(
         threshold = fraction * limit
     segments = tuple(segments) if len(segments) > 1 else None
     border = signals.border(decimation, order)
-    return q_f, dq_f, ddq_f, tau, t, segments, decimation, threshold, border
+    return q_f, dq_f, ddq_f, tau, t, segments, decimation, threshold, border, temperature
 
 
 def _payload(section: Section, chain: Chain) -> tuple[int, Array] | None:

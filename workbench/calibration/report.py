@@ -48,6 +48,7 @@ import numpy as np
 
 from workbench.calibration.cross_validation import CalibrationReport
 from workbench.calibration.parameter_figures import std_figure
+from workbench.calibration.term_screening import benefit_rows
 from workbench.io import atomic_write_text
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
 from workbench.viz.report_page import write_report_page
@@ -120,6 +121,7 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
             rows.append((f"candidate {candidate['name']}{kept}", text))
         rows.append(("kept, and why", f"{selection['kept']}: {selection['reason']}"))
         rows.append(("held-out figures of the kept candidate", selection["heldout_figures"]))
+    rows += benefit_rows(summary.get("term_benefits"))
     check = summary["urdf_check"]
     rows.append(
         (

@@ -71,7 +71,10 @@ class Log:
     was attached to and its phi in that link's joint frame (project order);
     ``segments`` the ``(start, stop)`` sample ranges of a recording split at
     gaps in its clock (None: one), each filtered and decimated on its own;
-    ``clock`` what :mod:`workbench.calibration.clock` found in its time stamps.
+    ``clock`` what :mod:`workbench.calibration.clock` found in its time stamps;
+    ``temperature`` (N, n) each joint's drive temperature (any unit of
+    degrees, e.g. deg C: the temperature friction term uses differences from
+    the log's mean only), None when not logged.
     """
 
     t: Array  # (N,)
@@ -96,6 +99,7 @@ class Log:
     defaults: Defaults = field(default_factory=Defaults)
     segments: tuple[tuple[int, int], ...] | None = None
     clock: dict | None = None
+    temperature: Array | None = None  # (N, n) drive temperatures
 
     def __len__(self) -> int:
         return self.t.shape[0]
@@ -128,4 +132,4 @@ class Log:
         return (Marker("tool", None, self.position, rotation),)
 
 
-_SAMPLED = ("t", "q", "dq", "ddq", "tau", "position", "orientation")
+_SAMPLED = ("t", "q", "dq", "ddq", "tau", "position", "orientation", "temperature")

@@ -20,6 +20,11 @@ nominal on these folds, and a calibration that only fits noise (better by
 chance on these samples, e.g. a heavily ridged one that is the nominal in
 all but name) does not replace it.
 
+A problem may screen its candidates first (``problem.screen(score, beats)``:
+the dynamic kind's further drive terms, :mod:`workbench.calibration.term_screening`),
+with the same folds and the same paired test; candidates it scores are
+cross-validated once.
+
 The held-out figures reported for the kept candidate are its scores on the
 same folds that chose it: the selection's fold score, not a nested
 cross-validation. With a handful of candidates that is slightly optimistic;
@@ -148,10 +153,18 @@ def select(
 ) -> Selection:
     """Cross-validate every candidate of ``problem`` (and its nominal) on ``folds``; keep the
     best (module docstring), or the last when the user ``forced`` it (the option's value)."""
-    scores = tuple(
-        cross_validate(problem, folds, lambda train, c=c: problem.fit(train, c), c, on_fit)
-        for c in problem.candidates
-    )
+    scored: dict[Any, Score] = {}
+
+    def score(c: Any) -> Score:
+        if c not in scored:
+            fit = lambda train, c=c: problem.fit(train, c)  # noqa: E731
+            scored[c] = cross_validate(problem, folds, fit, c, on_fit)
+        return scored[c]
+
+    screen = getattr(problem, "screen", None)  # a problem that screens its candidates first
+    if screen is not None and not forced:
+        screen(score, lambda s, reference: beats(s, reference, problem))
+    scores = tuple(score(c) for c in problem.candidates)
     if problem.nominal_candidate is None:
         nominal = cross_validate(problem, folds, problem.baseline, name="nominal")
     else:

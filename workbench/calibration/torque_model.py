@@ -33,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench import inertia
-from workbench.calibration.drives import Drives
+from workbench.calibration.drives import DriveInputs, Drives
 from workbench.chain import Chain
+from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import regressor_columns
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -75,18 +76,27 @@ class TorqueModel:
     def size(self) -> int:
         return 10 * self.chain.n + len(self.drives.names)
 
-    def columns(self, q: Array, dq: Array, ddq: Array, select: np.ndarray | None = None) -> Array:
+    def columns(
+        self,
+        q: Array,
+        dq: Array,
+        ddq: Array,
+        select: np.ndarray | None = None,
+        inputs: DriveInputs | None = None,
+    ) -> Array:
         """W (N, n, P) in the interleaved standard order (module docstring), or its ``select``
-        columns (gathered once, without building the others)."""
+        columns (gathered once, without building the others); ``inputs`` what drive terms
+        read besides the motion (:class:`~workbench.calibration.drives.DriveInputs`)."""
         n = self.chain.n
         grouped = self.order if select is None else self.order[select]
         link, param = np.divmod(grouped, 10)
         inertial = grouped < 10 * n
         source = np.where(inertial, 10 * link + _TO_STANDARD[param % 10], grouped - 10 * n)
         W = np.empty((*q.shape, grouped.size))
-        W[:, :, inertial] = regressor_columns(self.chain, q, dq, ddq, source[inertial])
+        if inertial.any():
+            W[:, :, inertial] = regressor_columns(self.chain, q, dq, ddq, source[inertial])
         if not inertial.all():
-            W[:, :, ~inertial] = self.drives.columns(dq, ddq)[:, :, source[~inertial]]
+            W[:, :, ~inertial] = self.drives.columns(dq, ddq, inputs)[:, :, source[~inertial]]
         return W
 
     def values(self, drive_values: Array | None = None) -> Array:
@@ -130,7 +140,11 @@ def base_parameters(
     lower, upper = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
     q = rng.uniform(lower, upper, size=(samples, chain.n))
     dq, ddq = rng.normal(size=(2, samples, chain.n))
-    W = model.columns(q, dq, ddq).reshape(-1, model.size)
+    # temperatures independent of the motion; load torques those of the nominal model (the
+    # load_friction term's), so that a joint the nominal model loads with nothing drops it
+    temperature = rng.normal(size=(samples, chain.n))
+    inputs = DriveInputs(temperature, inverse_dynamics(chain, q, dq, ddq))
+    W = model.columns(q, dq, ddq, inputs=inputs).reshape(-1, model.size)
     norms = np.linalg.norm(W, axis=0)
     active = np.flatnonzero(norms > rtol * norms.max())
     R = np.linalg.qr(W[:, active] / norms[active], mode="r")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from workbench.calibration.closed_chain import ClosedChainTwistProblem
+from workbench.calibration.drive_shapes import refuse_further
 from workbench.calibration.drives import drive_file_text
 from workbench.calibration.parameter_figures import eta_entries, relative_std
 from workbench.calibration.problem import Options, SampleBlocks
@@ -44,6 +45,7 @@ class TwistCalibrationProblem(SampleBlocks, TorqueProblem):
         self.options = options
         self.nominal = chain
         drives = log_drives(log, options.terms)
+        refuse_further(drives, log.source, "the twist calibration")
         closed = isinstance(chain, ClosedChain)
         kind = ClosedChainTwistProblem if closed else TwistProblem
         self.problem = kind(log, options.inertial, drives)

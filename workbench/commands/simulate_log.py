@@ -41,6 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--friction", type=float, default=0.0, metavar="SCALE",
         help="viscous (N m s/rad) and Coulomb (N m) friction scale of the truth",
     )  # fmt: skip
+    for option, unit, what in (
+        ("stribeck", "N m", "Stribeck friction peaks fst"),
+        ("load-friction", "N m per N m", "load-dependent friction fl"),
+        ("temperature", "N m s/rad/K and N m/K", "friction slopes fvT, fsT in the temperature"),
+    ):
+        parser.add_argument(
+            f"--{option}", type=float, default=0.0, metavar="SCALE",
+            help=f"dynamic: scale of the truth's {what} ({unit}; workbench.calibration.drives)",
+        )  # fmt: skip
+    parser.add_argument(
+        "--delay", type=float, default=0.0, metavar="SECONDS",
+        help="dynamic: the logged torques lag the positions by this (s)",
+    )  # fmt: skip
     parser.add_argument(
         "--samples", type=int, default=2000, metavar="N", help="samples, 100 Hz (at least 20)"
     )
@@ -61,7 +74,7 @@ def truth_stem(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     from workbench import models
     from workbench.calibration.logs import write_log
-    from workbench.calibration.simulate import simulate_log
+    from workbench.calibration.simulate import drive_truth, simulate_log
     from workbench.io import atomic_write_text
     from workbench.urdf import write_urdf
 
@@ -72,9 +85,15 @@ def run(args: argparse.Namespace) -> int:
     if closed_chains.is_closed_chain(args.model):
         return _closed(args, out)
     chain = models.load(args.model, tool_frame=args.tool, moving=True)
+    drives = None
+    if any((args.stribeck, args.load_friction, args.temperature, args.delay)):
+        drives = drive_truth(
+            chain.n, stribeck=args.stribeck, load_friction=args.load_friction,
+            temperature=args.temperature, delay=args.delay, seed=args.seed + 3,
+        )  # fmt: skip
     log, truth = simulate_log(
         chain, kind=args.kind, samples=args.samples, perturb=args.perturb, noise=args.noise,
-        friction=args.friction, orientation=args.orientation, seed=args.seed,
+        friction=args.friction, orientation=args.orientation, seed=args.seed, drives=drives,
     )  # fmt: skip
     stem = truth_stem(out)
     write_urdf(truth.chain, f"{stem}.truth.urdf")
@@ -85,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         "eta": truth.eta.tolist(),
         "viscous_friction": truth.viscous.tolist(),
         "coulomb_friction": truth.coulomb.tolist(),
+        **({} if drives is None else {"drives": _drive_entries(drives)}),
         "perturb": args.perturb,
         "noise": args.noise,
         "samples": args.samples,
@@ -94,6 +114,18 @@ def run(args: argparse.Namespace) -> int:
     write_log(out, log)
     print(f"wrote {out} ({args.samples} samples, kind {args.kind}), {stem}.truth.urdf/.json")
     return 0
+
+
+def _drive_entries(drives) -> dict:
+    """The further drive terms of the truth, by parameter (per joint) and the delay (s)."""
+    return {
+        "fst": drives.stribeck.tolist(),
+        "stribeck_speed_rad_s": drives.stribeck_speed.tolist(),
+        "fl": drives.load_friction.tolist(),
+        "fvT": drives.viscous_temperature.tolist(),
+        "fsT": drives.coulomb_temperature.tolist(),
+        "delay_s": drives.delay,
+    }
 
 
 def _closed(args: argparse.Namespace, out) -> int:
@@ -162,10 +194,19 @@ def _check_options(args: argparse.Namespace) -> None:
 
     from workbench.errors import WorkbenchError
 
-    for option in ("perturb", "noise", "friction"):
+    for option in ("perturb", "noise", "friction", "stribeck", "load_friction", "temperature"):
         value = getattr(args, option)
         if not (math.isfinite(value) and value >= 0):
-            raise WorkbenchError(f"--{option} {value}: must be a finite number, 0 or more")
+            flag = option.replace("_", "-")
+            raise WorkbenchError(f"--{flag} {value}: must be a finite number, 0 or more")
+    if not math.isfinite(args.delay):
+        raise WorkbenchError(f"--delay {args.delay}: must be a finite number of seconds")
+    further = [o for o in ("stribeck", "load_friction", "temperature", "delay") if getattr(args, o)]
+    if further and args.kind != "dynamic":
+        raise WorkbenchError(
+            f"--{further[0].replace('_', '-')}: further drive terms are simulated for the "
+            "dynamic kind only (--kind dynamic)"
+        )
     if args.kind == "dynamic" and args.perturb >= 1:
         raise WorkbenchError(
             f"--perturb {args.perturb}: the dynamic kind scales inertias by 1 +- perturb, "
