@@ -19,8 +19,10 @@ the gap to the best possible selection.
 Writes DIR/summary.json (criterion, condition number, per-parameter predicted std for
 the stated noise), the trajectory DIR/trajectory.csv and .npz (columns t, q_, dq_,
 ddq_<joint>, at the problem's sample rate) or DIR/postures.csv, plots against the
-limits (PNG) and DIR/animation.html (meshcat). Exit code 2 on bad input or infeasible
-limits, with nothing written.
+limits (PNG), DIR/animation.html (meshcat) and DIR/report.html (the summary's figures,
+warnings, plots and animation in one self-contained page: open it first). Exit code 2 on
+bad input, infeasible limits or too few postures to determine every direction, with
+nothing written.
 """
 
 from __future__ import annotations

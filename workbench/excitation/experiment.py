@@ -281,6 +281,13 @@ def _postures(chain: Chain, problem: ExcitationProblem) -> ExcitationResult:
     except WorkbenchError as exc:
         raise WorkbenchError(f"{problem.source}: [postures] count: {exc}") from None
     chosen = selection.selected
+    rank = np.linalg.matrix_rank(information.matrix(chosen))
+    if rank < information.size:
+        raise WorkbenchError(
+            f"{problem.source}: [postures] count = {settings.count}: the best {settings.count} "
+            f"postures of the candidates determine only {rank} of the {information.size} "
+            "identifiable directions; select more postures"
+        )
     baseline = rng.choice(q.shape[0], settings.count, replace=False)
     names = tuple(f"direction{k + 1}" for k in range(information.size))
 
