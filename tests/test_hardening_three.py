@@ -427,6 +427,42 @@ def test_excitation_sizes_beyond_memory_are_refused(capsys, tmp_path, changes, m
     assert message in line and "GiB of memory" in line, line
 
 
+def test_posture_candidates_beyond_memory_are_refused(capsys, tmp_path):
+    problem = tmp_path / "postures.toml"
+    text = '[postures]\ncandidates = 100000000\nmeasure = "pose"\ndevice_known = false\n'
+    problem.write_text(text)
+    argv = ["excite", "--model", "iiwa", "--kind", "kinematic", "--out", str(tmp_path / "o")]
+    line = fails(capsys, [*argv, str(problem)])
+    assert f"{problem}: [postures] candidates = 100000000 needs about" in line, line
+    assert "GiB of memory" in line and "KiB per candidate for 7 joints, pose measured" in line
+    assert not (tmp_path / "o").exists() and problem.read_text() == text
+
+
+def test_a_candidate_file_beyond_memory_is_refused_naming_it(capsys, tmp_path, monkeypatch):
+    import workbench.config
+
+    monkeypatch.setattr(workbench.config, "MEMORY_BUDGET", 3 * 2**20)  # 3 MiB: the defaults fit
+    rows = np.random.default_rng(0).uniform(-1, 1, size=(1000, 2))
+    postures = tmp_path / "candidates.csv"
+    postures.write_text("q_joint_1,q_joint_2\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    problem = tmp_path / "postures.toml"
+    problem.write_text('[postures]\ncount = 6\ncandidates = "candidates.csv"\n')
+    argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", "--out", str(tmp_path / "o")]
+    line = fails(capsys, [*argv, str(problem)])
+    assert f"{postures}: 1000 candidate postures needs about" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_too_few_postures_for_the_directions_are_refused(capsys, tmp_path):
+    problem = tmp_path / "postures.toml"
+    problem.write_text("[postures]\ncount = 4\ncandidates = 60\n")  # 12 rows, rank 10 of 11
+    argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", "--out", str(tmp_path / "o")]
+    line = fails(capsys, [*argv, str(problem)])
+    assert "[postures] count = 4: the best 4 postures of the candidates determine only" in line
+    assert "of the 11 identifiable directions; select more postures" in line
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize(
     ("grid", "message"),
     [
