@@ -152,7 +152,7 @@ def test_negative_principal_moment_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "name",
     [
-        *("iiwa", "planar_2r", "staubli_tx40", "ur10e", "ur3", "ur5", "ur10", "panda"),
+        *("iiwa", "planar_2r", "staubli_tx40", "ur10e", "ur3", "ur5", "ur10_cb3", "panda"),
         *("panda_arm", "talos", "talos_upper_body", "z1", "double_pendulum"),
     ],
 )

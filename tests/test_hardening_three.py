@@ -632,6 +632,50 @@ def test_a_fifo_as_mesh_or_candidate_postures_file(tmp_path):
         read_postures(pipe, wb.models.load("planar_2r"))
 
 
+def test_ur10_is_refused_pointing_to_the_two_robots(capsys):
+    line = fails(capsys, ["info", "ur10"])
+    assert "model 'ur10' named example-robot-data's CB3-series UR10, not the UR10e whose " in line
+    assert "use 'ur10e' for the UR10e of models/ur10 or 'ur10_cb3' for the CB3-series" in line
+    with pytest.raises(wb.WorkbenchError, match="'ur10_cb3'"):
+        wb.models.load("ur10")
+
+
+def test_ur10e_is_the_robot_of_the_recordings_and_ur10_cb3_another():
+    shipped = wb.load_urdf(ROOT / "models" / "ur10" / "ur10e.urdf", tool_frame="flange")
+    ur10e, cb3 = wb.models.load("ur10e"), wb.models.load("ur10_cb3")
+    np.testing.assert_array_equal(ur10e.twists, shipped.twists)
+    np.testing.assert_array_equal(ur10e.tool_frame, shipped.tool_frame)
+    # the shoulder height (a point on joint 2's axis) tells the two UR10s apart
+    height = [chain.twists[1, 3:] @ np.cross([0, 0, 1], chain.twists[1, :3]) for chain in
+              (ur10e, cb3)]  # fmt: skip
+    assert abs(height[0] - height[1]) > 0.01, height
+
+
+def test_info_lists_every_model_and_says_what_it_is(capsys):
+    assert main(["info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    described = dict(line.split(None, 1) for line in lines)
+    assert set(wb.models.MODELS) <= set(described) and "ur10" not in described
+    assert "models/ur10" in described["ur10e"] and "not the UR10e" in described["ur10_cb3"]
+    assert main(["info", "ur10_cb3"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    assert first.startswith("ur10_cb3: Universal Robots UR10, CB3 series")
+    assert second.startswith("ur10_cb3 (URDF robot 'ur10'): 6 joints")
+
+
+def test_the_model_names_of_the_shipped_commands_load():
+    import re
+
+    from workbench.closed_chains import SHIPPED
+
+    texts = [ROOT / "README.md", *sorted((ROOT / "models").glob("*/README.md"))]
+    pattern = r"(?:--model|workbench (?:info|export|simulate-log)) ([A-Za-z0-9_]+)(?=\s)"
+    names = {name for path in texts for name in re.findall(pattern, path.read_text())}
+    assert "ur10e" in names and "MODEL" in names
+    for name in names - {"MODEL"}:
+        assert name in wb.models.MODELS or name in SHIPPED, name
+
+
 def test_out_of_memory_is_one_line(capsys, monkeypatch):
     import workbench.commands.info as info
 
