@@ -287,6 +287,46 @@ def test_live_view_ends_with_the_signal_code(tmp_path, signal_name, code):
 
 
 # ------------------------------------------------- D. one line instead of a traceback
+def first_line(argv: list[str], env: dict[str, str], timeout: float = 120) -> tuple[str, str]:
+    """The stream ("stdout" or "stderr") and text of the first line ``workbench ARGV`` prints;
+    the process is killed once it has."""
+    import selectors
+
+    env = os.environ | {"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"} | env
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workbench.cli", *argv], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ, "stdout")
+            selector.register(process.stderr, selectors.EVENT_READ, "stderr")
+            ready = selector.select(timeout)
+            assert ready, f"no output in {timeout} s"
+            key = ready[0][0]
+            return key.data, key.fileobj.readline().rstrip("\n")
+    finally:
+        process.kill()
+        process.communicate()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reach", "--out", "{tmp}/reach"],
+        ["calibrate", "--model", "ur10e", "--log", str(ROOT / "models/ur10/calibration.toml"),
+         "--kind", "kinematic", "--out", "{tmp}/calibration"],
+    ],
+)  # fmt: skip
+def test_the_first_line_of_a_first_run_says_it_compiles(tmp_path, argv):
+    from workbench.runtime import COMPILE_MESSAGE
+
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    cache = tmp_path / "numba-cache"  # empty: a first run after installing
+    stream, line = first_line(argv, {"NUMBA_CACHE_DIR": str(cache)})
+    assert (stream, line) == ("stderr", COMPILE_MESSAGE)
+
+
 @pytest.fixture(scope="module")
 def p2r_log(tmp_path_factory) -> Path:
     """A simulated planar_2r dynamic log (500 samples, 0.01 N m noise)."""

@@ -16,7 +16,11 @@
   :func:`set_num_threads` with fewer workers than cores gives BLAS its
   default threads back.
 * When numba has to compile (the disk cache has no entry), one line says so
-  on stderr; :func:`set_compile_message` turns it off.
+  on stderr; :func:`set_compile_message` turns it off. On a first run (the
+  cache holds no kernel at all, :func:`cache_is_empty`) the command line says
+  it at its start (:func:`announce_first_compile`), before the imports and
+  model loading that precede the first compilation, so that a new user sees
+  what is happening within about a second.
   :func:`workbench.warm_up.warm_up` compiles (or loads) every kernel.
 """
 
@@ -26,6 +30,7 @@ import functools
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numba as nb
 import numpy as np
@@ -90,7 +95,10 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="workbench-kernel")
 
 
-COMPILE_MESSAGE = "workbench: compiling the compiled kernels (first run only, up to a minute)..."
+COMPILE_MESSAGE = (
+    "workbench: compiling the numerical kernels for this machine (first run only, up to a "
+    "minute)..."
+)
 
 
 class _CompileAnnouncer(event.Listener):
@@ -105,7 +113,12 @@ class _CompileAnnouncer(event.Listener):
 
     def on_start(self, event_: event.Event) -> None:
         module = getattr(event_.data["dispatcher"].py_func, "__module__", "") or ""
-        if self.enabled and not self.said and module.startswith("workbench."):
+        if module.startswith("workbench."):
+            self.say()
+
+    def say(self) -> None:
+        """Print :data:`COMPILE_MESSAGE`, once per process, unless turned off."""
+        if self.enabled and not self.said:
             self.said = True
             print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
 
@@ -122,3 +135,39 @@ _limit_blas(_POOL_SIZE >= available_cores())
 def set_compile_message(enabled: bool) -> None:
     """Print (default) or keep quiet the one line that says the kernels are being compiled."""
     _ANNOUNCER.enabled = bool(enabled)
+
+
+# a kernel every command that compiles uses: absent from the disk cache only on a first run
+_SENTINEL = Path(__file__).parent / "dynamics" / "inverse_dynamics.py"
+
+
+def _locate(py_func) -> None:  # stands for a kernel of a module when locating its cache
+    pass
+
+
+def cache_is_empty() -> bool:
+    """Whether numba's disk cache, where this process would read it (``NUMBA_CACHE_DIR``,
+    ``__pycache__`` beside the modules, or the user-wide cache), holds no inverse-dynamics
+    kernel for this Python: a first run after installing. False when it cannot tell."""
+    try:
+        from numba.core import caching  # numba's own choice of cache directory
+
+        implementation = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+        for locator_class in implementation._locator_classes:
+            locator = locator_class.from_function(_locate, str(_SENTINEL))
+            if locator is not None:
+                break
+        else:
+            return False
+        tag = f"py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+        return not any(Path(locator.get_cache_path()).glob(f"{_SENTINEL.stem}.*.{tag}.nbi"))
+    except (ImportError, AttributeError, TypeError, OSError):
+        return False
+
+
+def announce_first_compile() -> None:
+    """Print the compile line now when the disk cache is empty (:func:`cache_is_empty`), so
+    that a first run says what it does before its imports and model loading; the line is
+    printed once per process either way."""
+    if _ANNOUNCER.enabled and not _ANNOUNCER.said and cache_is_empty():
+        _ANNOUNCER.say()
