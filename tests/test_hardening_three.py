@@ -80,6 +80,8 @@ LINK_LINE, JOINT_LINE = 4, 5  # where chain_urdf puts link l1 and joint j1
     ("old", "new", "who", "attribute", "line"),
     [
         ('<mass value="1"/>', '<mass value="nan"/>', "link 'l1'", "<mass> value", LINK_LINE),
+        ('<mass value="1"/>', '<mass value="heavy"/>', "link 'l1'", "<mass> value", LINK_LINE),
+        ('<mass value="1"/>', '<mass value="inf"/>', "link 'l1'", "<mass> value", LINK_LINE),
         ('ixx="0.01"', 'ixx="1e999"', "link 'l1'", "<inertia> ixx", LINK_LINE),
         ('<origin xyz="0 0 0.05"', '<origin xyz="0 inf 0.05"', "link 'l1'", "<origin> xyz",
          LINK_LINE),
@@ -334,6 +336,54 @@ def p2r_log(tmp_path_factory) -> Path:
     argv = ["simulate-log", "planar_2r", "--kind", "dynamic", "--out", str(log)]
     assert main([*argv, "--samples", "500", "--noise", "0.01"]) == 0
     return log
+
+
+Q_COLUMNS = 'file = "p2r.csv"\ncolumns = ["q_joint_1", "q_joint_2"]\nunit = "rad"\n'
+TAU_COLUMNS = 'file = "p2r.csv"\ncolumns = ["tau_joint_1", "tau_joint_2"]\n'
+MOTOR_SIDE = 'side = "motor"\n'
+
+
+@pytest.mark.parametrize(
+    ("sections", "code", "message"),
+    [
+        ({"positions": Q_COLUMNS.replace('"rad"', '"deg"')}, 1, "likely cause: angle unit"),
+        ({"time": "sample_period = 0.1\n"}, 1, "likely cause: sample period"),
+        ({"positions": Q_COLUMNS.replace('"q_joint_2"', '"q_joint_1"')}, 2,
+         "joints 'joint_1' and 'joint_2' are the same column"),
+        ({"transmission": "ratios = [-1, 1]\n", "positions": Q_COLUMNS + MOTOR_SIDE,
+          "torques": TAU_COLUMNS + MOTOR_SIDE}, 1, "likely cause: transmission sign"),
+        ({"torques": TAU_COLUMNS + "scale = -1\n"}, 1, "likely cause: torque sign"),
+        ({"torques": TAU_COLUMNS.replace("p2r.csv", "negated.csv")}, 1,
+         "likely cause: torque sign"),
+        ({"model.payload": "mass = 1.0\ninertia = [0.01, 0.01, 0.03, 0.0, 0.0, 0.0]\n"}, 2,
+         "triangle inequality"),
+    ],
+    ids=["degrees", "period", "duplicated", "ratios", "scale", "negated", "payload"],
+)  # fmt: skip
+def test_a_mis_described_log_is_one_error_line(capsys, tmp_path, p2r_log, sections, code, message):
+    """Issue 28, reproduction 1 through the command line: exit 1 naming the likely cause (the
+    results are written for inspection) or exit 2 at read time, one error line, no traceback,
+    the recording and its description unchanged."""
+    text = p2r_log.read_text()
+    (tmp_path / "p2r.csv").write_text(text)
+    rows = [line.split(",") for line in text.splitlines()]
+    taus = [k for k, name in enumerate(rows[0]) if name.startswith("tau_")]
+    for row in rows[1:]:
+        for k in taus:
+            row[k] = repr(-float(row[k]))
+    (tmp_path / "negated.csv").write_text("".join(",".join(row) + "\n" for row in rows))
+    described = {"time": "sample_period = 0.01\n", "positions": Q_COLUMNS, "torques": TAU_COLUMNS}
+    described |= sections
+    description = tmp_path / "log.toml"
+    description.write_text("".join(f"[{key}]\n{value}\n" for key, value in described.items()))
+    inputs = {path: path.read_bytes() for path in tmp_path.iterdir()}
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(description), "--kind", "dynamic"]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--quiet"]) == code
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and message in errors[0] and "Traceback" not in err, err
+    assert {path: path.read_bytes() for path in inputs} == inputs
+    assert (tmp_path / "out" / "summary.json").is_file() == (code == 1)
 
 
 def test_one_corrupted_torque_is_named(capsys, tmp_path, p2r_log):
@@ -604,6 +654,42 @@ def test_excite_refuses_a_problem_file_of_the_other_kind(capsys, tmp_path, kind,
     argv = ["excite", "--model", "planar_2r", "--kind", kind, "--out", str(tmp_path / "out")]
     line = fails(capsys, [*argv, str(ROOT / "problems" / file)])
     assert message in line and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "option"), [("dynamic", "--inertial"), ("kinematic", "--physical")]
+)
+def test_an_option_of_another_kind_is_one_line(capsys, tmp_path, p2r_log, kind, option):
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(p2r_log), "--kind", kind, option]
+    line = fails(capsys, [*argv, "--out", str(tmp_path / "out"), "--quiet"])
+    assert f"{option} applies to" in line and not (tmp_path / "out").exists()
+
+
+def test_twist_design_at_its_iteration_limit_is_a_warning_and_exit_1(capsys, tmp_path):
+    problem = _problem_with(tmp_path, "excite_twist.toml", max_iterations="3")
+    argv = ["excite", "--model", "planar_2r", "--kind", "twist", "--out", str(tmp_path / "o")]
+    assert main([*argv, str(problem)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning: IPOPT stopped with Maximum_Iterations_Exceeded" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("knots", "warning"), [("100", None), ("4", "the goal is about the start")]
+)
+def test_a_goal_equal_to_the_start_is_no_percentage_of_no_travel(capsys, tmp_path, knots, warning):
+    import json
+
+    start = "[0.0, -0.5, 0.866]"  # the start of problems/fivebar_reach.toml
+    problem = _problem_with(tmp_path, "fivebar_reach.toml", goal=start, start=start, knots=knots)
+    before = problem.read_bytes()
+    assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    warnings = json.loads((tmp_path / "out" / "summary.json").read_text())["warnings"]
+    assert "%" not in err and problem.read_bytes() == before
+    if warning is None:
+        assert err == "" and warnings == []
+    else:
+        assert len(warnings) == 1 and warning in warnings[0] and warning in err
 
 
 def _printed_numbers(text: str, label: str) -> list[float]:
