@@ -5,6 +5,35 @@ Command lines run as subprocesses (exit code, one stderr line, no traceback,
 inputs unchanged) where the operating system is part of the story and for the
 URDF checks, where a crash of the C++ parser would otherwise take the test
 process with it; the rest run in process through :func:`workbench.cli.main`.
+
+The issue's reproductions, by number, and where each is tested (here unless named):
+
+1. mis-described logs: ``test_a_mis_described_log_is_one_error_line`` (every one through
+   the command line); their diagnoses in ``test_fit_plausibility.py``.
+2. URDF values: ``test_non_finite_or_malformed_numbers_name_element_attribute_and_line``,
+   ``test_axes_limits_and_the_tree``, ``test_ten_thousand_joints_are_refused_quickly``.
+3. sizes: ``test_reach_knots_beyond_memory_are_refused_before_allocation``,
+   ``test_excitation_sizes_beyond_memory_are_refused``, the posture candidates' tests,
+   ``test_sweep_grids_beyond_the_task_limit_are_refused``,
+   ``test_a_thousand_joints_load_in_well_under_a_gigabyte``; the ``.csv.gz`` in
+   ``test_logs.py::test_a_log_too_long_for_memory_is_refused_before_it_is_read``.
+4. inputs: section B.
+5. interrupts: section C (and ``test_reach_cli.py::test_ctrl_c_during_ipopt_is_an_interrupt``).
+6. file references: section E.
+7. tracebacks: section D.
+8. claims: ``test_a_task_that_ran_over_its_time_is_a_timeout_row_even_when_it_finished``,
+   ``test_calibration_run.py::test_validation_log_equal_to_the_log_is_refused``,
+   ``test_an_option_of_another_kind_is_one_line``,
+   ``test_excite_refuses_a_problem_file_of_the_other_kind``,
+   ``test_twist_design_at_its_iteration_limit_is_a_warning_and_exit_1``,
+   ``test_excite_says_its_numbers_and_warns_at_the_iteration_limit``.
+9. newcomers: ``test_the_first_line_of_a_first_run_says_it_compiles``,
+   ``test_a_goal_equal_to_the_start_is_no_percentage_of_no_travel``,
+   ``test_reach_cli.py::test_unreachable_target_is_infeasible_and_writes_nothing``,
+   ``test_chain.py::test_continuous_joints_load_and_other_types_are_named``,
+   ``test_a_fifo_is_not_a_regular_file``, ``test_a_directory_as_urdf``,
+   ``test_urdfdom_output_is_captured_and_reported``, ``test_report_pages.py`` (excite's
+   report.html), the ``ur10`` tests.
 """
 
 from __future__ import annotations
