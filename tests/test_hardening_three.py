@@ -358,6 +358,36 @@ def test_the_first_line_of_a_first_run_says_it_compiles(tmp_path, argv):
     assert (stream, line) == ("stderr", COMPILE_MESSAGE)
 
 
+def test_the_kernel_modules_are_every_module_with_kernels():
+    import re
+
+    from workbench.runtime import KERNEL_MODULES
+
+    package = ROOT / "workbench"
+    pattern = re.compile(r"^from workbench\.runtime import .*\b(jit|leaf)\b", re.M)
+    found = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if pattern.search(path.read_text(encoding="utf-8"))
+    }
+    assert found == set(KERNEL_MODULES)
+
+
+@pytest.mark.slow  # compiles the mesh kernels: 12 s
+def test_a_cache_with_any_kernel_is_not_a_first_run(tmp_path):
+    """After one kernel module only has compiled (the mesh's, as `workbench.mesh` alone
+    would), no command says "first run" any more: later compilations say it when they start."""
+    env = os.environ | {"PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path)}
+    ask = [sys.executable, "-c", "from workbench import runtime; print(runtime.cache_is_empty())"]
+    assert subprocess.run(ask, env=env, capture_output=True, text=True).stdout == "True\n"
+    cube = (
+        "import numpy as np, trimesh; from workbench.mesh import mass_properties; "
+        "m = trimesh.creation.box(); mass_properties(m.vertices, m.faces, 1000.0)"
+    )
+    subprocess.run([sys.executable, "-c", cube], env=env, check=True, capture_output=True)
+    assert subprocess.run(ask, env=env, capture_output=True, text=True).stdout == "False\n"
+
+
 @pytest.fixture(scope="module")
 def p2r_log(tmp_path_factory) -> Path:
     """A simulated planar_2r dynamic log (500 samples, 0.01 N m noise)."""

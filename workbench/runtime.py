@@ -137,30 +137,44 @@ def set_compile_message(enabled: bool) -> None:
     _ANNOUNCER.enabled = bool(enabled)
 
 
-# a kernel every command that compiles uses: absent from the disk cache only on a first run
-_SENTINEL = Path(__file__).parent / "dynamics" / "inverse_dynamics.py"
+# the modules that define kernels (with :data:`jit` or :data:`leaf`), under workbench/
+KERNEL_MODULES = (
+    "mesh.py",
+    "dynamics/kernels.py",
+    "dynamics/inverse_dynamics.py",
+    "dynamics/derivatives.py",
+    "dynamics/regressor.py",
+    "dynamics/time_derivatives.py",
+    "closed_chains/loop_kernels.py",
+    "calibration/kinematic_kernels.py",
+)
 
 
-def _locate(py_func) -> None:  # stands for a kernel of a module when locating its cache
+def _locate() -> None:  # stands for a kernel of a module when locating its cache
     pass
 
 
 def cache_is_empty() -> bool:
     """Whether numba's disk cache, where this process would read it (``NUMBA_CACHE_DIR``,
-    ``__pycache__`` beside the modules, or the user-wide cache), holds no inverse-dynamics
-    kernel for this Python: a first run after installing. False when it cannot tell."""
+    ``__pycache__`` beside the modules, or the user-wide cache), holds no kernel of
+    :data:`KERNEL_MODULES` for this Python: a first run after installing. False when it
+    cannot tell."""
     try:
         from numba.core import caching  # numba's own choice of cache directory
 
-        implementation = getattr(caching, "CacheImpl", None) or caching._CacheImpl
-        for locator_class in implementation._locator_classes:
-            locator = locator_class.from_function(_locate, str(_SENTINEL))
-            if locator is not None:
-                break
-        else:
-            return False
+        locators = (getattr(caching, "CacheImpl", None) or caching._CacheImpl)._locator_classes
         tag = f"py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
-        return not any(Path(locator.get_cache_path()).glob(f"{_SENTINEL.stem}.*.{tag}.nbi"))
+        for name in KERNEL_MODULES:
+            module = Path(__file__).parent / name
+            for locator_class in locators:
+                locator = locator_class.from_function(_locate, str(module))
+                if locator is not None:
+                    break
+            else:
+                return False
+            if any(Path(locator.get_cache_path()).glob(f"{module.stem}.*.{tag}.nbi")):
+                return False
+        return True
     except (ImportError, AttributeError, TypeError, OSError):
         return False
 
