@@ -267,7 +267,7 @@ def write_results(stage: Path, result: ExcitationResult, model: str) -> list[Pat
 
 def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     """The summary table of ``report.html``: the figures of ``summary`` (its content, module
-    docstring), floats as they are (the page shows 6 significant digits)."""
+    docstring) to 6 significant digits; "not finite" where summary.json has null."""
     rows: list[tuple[str, Any]] = [
         ("kind", summary["kind"]),
         ("model", summary["model"]),
@@ -291,6 +291,7 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
             ("device frame known", "yes" if noise["device_known"] else "no (calibrated too)"),
             ("noise: position [m], rotation [rad]",
              f"{_text(noise['position_m'])}, {_text(noise['rotation_rad'])}"),
+            ("parameters", summary["parameters_note"]),
         ]  # fmt: skip
         relative = False
     else:
@@ -325,7 +326,7 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
             label = "predicted std"
             values = row["initial_std"], row["predicted_std"]
         text = _arrow(*values)
-        if "relative_std_note" in row:
+        if "relative_std_note" in row and (relative or values[1] is None):  # else: no nominal
             text += f" ({row['relative_std_note']})"
         rows.append((f"{row['name']}: {label}, initial -> designed", text))
     rows.append(("seconds", summary["seconds"]))
