@@ -358,6 +358,18 @@ def test_the_first_line_of_a_first_run_says_it_compiles(tmp_path, argv):
     assert (stream, line) == ("stderr", COMPILE_MESSAGE)
 
 
+def test_excite_says_what_it_designs_before_it_starts(capsys, tmp_path):
+    problem = tmp_path / "postures.toml"
+    problem.write_text("[postures]\ncount = 6\ncandidates = 60\n[output]\nanimation = false\n")
+    argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", str(problem)]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "workbench excite: choosing 6 postures of planar_2r from 60 random candidates..."
+    ]
+    assert main([*argv, "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_the_kernel_modules_are_every_module_with_kernels():
     import re
 
@@ -597,7 +609,7 @@ def test_a_candidate_file_beyond_memory_is_refused_naming_it(capsys, tmp_path, m
     problem = tmp_path / "postures.toml"
     problem.write_text('[postures]\ncount = 6\ncandidates = "candidates.csv"\n')
     argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", "--out", str(tmp_path / "o")]
-    line = fails(capsys, [*argv, str(problem)])
+    line = fails(capsys, [*argv, "--quiet", str(problem)])
     assert f"{postures}: 1000 candidate postures needs about" in line, line
     assert not (tmp_path / "o").exists()
 
@@ -606,7 +618,7 @@ def test_too_few_postures_for_the_directions_are_refused(capsys, tmp_path):
     problem = tmp_path / "postures.toml"
     problem.write_text("[postures]\ncount = 4\ncandidates = 60\n")  # 12 rows, rank 10 of 11
     argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", "--out", str(tmp_path / "o")]
-    line = fails(capsys, [*argv, str(problem)])
+    line = fails(capsys, [*argv, "--quiet", str(problem)])
     assert "[postures] count = 4: the best 4 postures of the candidates determine only" in line
     assert "of the 11 identifiable directions; select more postures" in line
     assert not (tmp_path / "o").exists()
@@ -727,7 +739,7 @@ def test_an_option_of_another_kind_is_one_line(capsys, tmp_path, p2r_log, kind, 
 def test_twist_design_at_its_iteration_limit_is_a_warning_and_exit_1(capsys, tmp_path):
     problem = _problem_with(tmp_path, "excite_twist.toml", max_iterations="3")
     argv = ["excite", "--model", "planar_2r", "--kind", "twist", "--out", str(tmp_path / "o")]
-    assert main([*argv, str(problem)]) == 1
+    assert main([*argv, "--quiet", str(problem)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "warning: IPOPT stopped with Maximum_Iterations_Exceeded" in err[0]
 
@@ -766,7 +778,7 @@ def test_excite_says_its_numbers_and_warns_at_the_iteration_limit(capsys, tmp_pa
     problem = _problem_with(tmp_path, "excite_dynamic.toml", max_iterations="3")
     out = tmp_path / "out"
     argv = ["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(out)]
-    assert main([*argv, str(problem)]) == 1
+    assert main([*argv, "--quiet", str(problem)]) == 1
     captured = capsys.readouterr()
     warning = captured.err.strip().splitlines()
     assert len(warning) == 1 and warning[0].startswith("workbench excite: warning: IPOPT stopped")

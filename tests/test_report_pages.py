@@ -159,13 +159,17 @@ def test_posture_design_report(tmp_path):
     assert page.frames == [] and not (out / "animation.html").exists()
 
 
-def test_payload_design_report(tmp_path):
+def test_payload_design_report(tmp_path, capsys):
     problem = _problem(tmp_path, "excite_dynamic.toml", max_iterations="5", collocation="40")
     out = tmp_path / "out"
     argv = ["payload", "excite", "--model", "iiwa", "--joints", "5,6,7", "--duration", "4",
             "--posture", "0,0.6,0,-1.2,0,0.8,0", "--problem", str(problem),
             "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
+    assert capsys.readouterr().err.splitlines() == [  # what it does, before it does it
+        "workbench payload: designing the motion of joints 5, 6, 7 for a payload on iiwa_link_7 "
+        "of iiwa (4 s, IPOPT, up to 5 iterations per start)..."
+    ]
     summary = json.loads((out / "summary.json").read_text())
     page = read_page(out)
     log_det, std = summary["log_det"], summary["predicted_std"]
