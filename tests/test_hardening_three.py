@@ -603,14 +603,14 @@ def test_a_candidate_file_beyond_memory_is_refused_naming_it(capsys, tmp_path, m
     import workbench.config
 
     monkeypatch.setattr(workbench.config, "MEMORY_BUDGET", 3 * 2**20)  # 3 MiB: the defaults fit
-    rows = np.random.default_rng(0).uniform(-1, 1, size=(1000, 2))
+    rows = np.random.default_rng(0).uniform(-1, 1, size=(2000, 2))
     postures = tmp_path / "candidates.csv"
     postures.write_text("q_joint_1,q_joint_2\n" + "".join(f"{a},{b}\n" for a, b in rows))
     problem = tmp_path / "postures.toml"
     problem.write_text('[postures]\ncount = 6\ncandidates = "candidates.csv"\n')
     argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", "--out", str(tmp_path / "o")]
     line = fails(capsys, [*argv, "--quiet", str(problem)])
-    assert f"{postures}: 1000 candidate postures needs about" in line, line
+    assert f"{postures}: 2000 candidate postures needs about" in line, line
     assert not (tmp_path / "o").exists()
 
 
