@@ -26,3 +26,13 @@ def random_state(chain: wb.Chain, samples: int, seed: int = 0):
     ddq = rng.normal(size=(samples, chain.n))
     f_tool = rng.normal(scale=20.0, size=(samples, 6))
     return q, dq, ddq, f_tool
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_compile_line_in_process():
+    """Command lines run in this process print no compile line: on a first run of the suite
+    (an empty numba cache) it would be one more stderr line in the tests that read stderr.
+    Subprocess tests check the line (tests/test_hardening_three.py)."""
+    from workbench import runtime
+
+    runtime._ANNOUNCER.said = True

@@ -5,6 +5,35 @@ Command lines run as subprocesses (exit code, one stderr line, no traceback,
 inputs unchanged) where the operating system is part of the story and for the
 URDF checks, where a crash of the C++ parser would otherwise take the test
 process with it; the rest run in process through :func:`workbench.cli.main`.
+
+The issue's reproductions, by number, and where each is tested (here unless named):
+
+1. mis-described logs: ``test_a_mis_described_log_is_one_error_line`` (every one through
+   the command line); their diagnoses in ``test_fit_plausibility.py``.
+2. URDF values: ``test_non_finite_or_malformed_numbers_name_element_attribute_and_line``,
+   ``test_axes_limits_and_the_tree``, ``test_ten_thousand_joints_are_refused_quickly``.
+3. sizes: ``test_reach_knots_beyond_memory_are_refused_before_allocation``,
+   ``test_excitation_sizes_beyond_memory_are_refused``, the posture candidates' tests,
+   ``test_sweep_grids_beyond_the_task_limit_are_refused``,
+   ``test_a_thousand_joints_load_in_well_under_a_gigabyte``; the ``.csv.gz`` in
+   ``test_logs.py::test_a_log_too_long_for_memory_is_refused_before_it_is_read``.
+4. inputs: section B.
+5. interrupts: section C (and ``test_reach_cli.py::test_ctrl_c_during_ipopt_is_an_interrupt``).
+6. file references: section E.
+7. tracebacks: section D.
+8. claims: ``test_a_task_that_ran_over_its_time_is_a_timeout_row_even_when_it_finished``,
+   ``test_calibration_run.py::test_validation_log_equal_to_the_log_is_refused``,
+   ``test_an_option_of_another_kind_is_one_line``,
+   ``test_excite_refuses_a_problem_file_of_the_other_kind``,
+   ``test_twist_design_at_its_iteration_limit_is_a_warning_and_exit_1``,
+   ``test_excite_says_its_numbers_and_warns_at_the_iteration_limit``.
+9. newcomers: ``test_the_first_line_of_a_first_run_says_it_compiles``,
+   ``test_a_goal_equal_to_the_start_is_no_percentage_of_no_travel``,
+   ``test_reach_cli.py::test_unreachable_target_is_infeasible_and_writes_nothing``,
+   ``test_chain.py::test_continuous_joints_load_and_other_types_are_named``,
+   ``test_a_fifo_is_not_a_regular_file``, ``test_a_directory_as_urdf``,
+   ``test_urdfdom_output_is_captured_and_reported``, ``test_report_pages.py`` (excite's
+   report.html), the ``ur10`` tests.
 """
 
 from __future__ import annotations
@@ -80,6 +109,8 @@ LINK_LINE, JOINT_LINE = 4, 5  # where chain_urdf puts link l1 and joint j1
     ("old", "new", "who", "attribute", "line"),
     [
         ('<mass value="1"/>', '<mass value="nan"/>', "link 'l1'", "<mass> value", LINK_LINE),
+        ('<mass value="1"/>', '<mass value="heavy"/>', "link 'l1'", "<mass> value", LINK_LINE),
+        ('<mass value="1"/>', '<mass value="inf"/>', "link 'l1'", "<mass> value", LINK_LINE),
         ('ixx="0.01"', 'ixx="1e999"', "link 'l1'", "<inertia> ixx", LINK_LINE),
         ('<origin xyz="0 0 0.05"', '<origin xyz="0 inf 0.05"', "link 'l1'", "<origin> xyz",
          LINK_LINE),
@@ -287,6 +318,88 @@ def test_live_view_ends_with_the_signal_code(tmp_path, signal_name, code):
 
 
 # ------------------------------------------------- D. one line instead of a traceback
+def first_line(argv: list[str], env: dict[str, str], timeout: float = 120) -> tuple[str, str]:
+    """The stream ("stdout" or "stderr") and text of the first line ``workbench ARGV`` prints;
+    the process is killed once it has."""
+    import selectors
+
+    env = os.environ | {"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"} | env
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workbench.cli", *argv], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ, "stdout")
+            selector.register(process.stderr, selectors.EVENT_READ, "stderr")
+            ready = selector.select(timeout)
+            assert ready, f"no output in {timeout} s"
+            key = ready[0][0]
+            return key.data, key.fileobj.readline().rstrip("\n")
+    finally:
+        process.kill()
+        process.communicate()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reach", "--out", "{tmp}/reach"],
+        ["calibrate", "--model", "ur10e", "--log", str(ROOT / "models/ur10/calibration.toml"),
+         "--kind", "kinematic", "--out", "{tmp}/calibration"],
+    ],
+)  # fmt: skip
+def test_the_first_line_of_a_first_run_says_it_compiles(tmp_path, argv):
+    from workbench.runtime import COMPILE_MESSAGE
+
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    cache = tmp_path / "numba-cache"  # empty: a first run after installing
+    stream, line = first_line(argv, {"NUMBA_CACHE_DIR": str(cache)})
+    assert (stream, line) == ("stderr", COMPILE_MESSAGE)
+
+
+def test_excite_says_what_it_designs_before_it_starts(capsys, tmp_path):
+    problem = tmp_path / "postures.toml"
+    problem.write_text("[postures]\ncount = 6\ncandidates = 60\n[output]\nanimation = false\n")
+    argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", str(problem)]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "workbench excite: choosing 6 postures of planar_2r from 60 random candidates..."
+    ]
+    assert main([*argv, "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_kernel_modules_are_every_module_with_kernels():
+    import re
+
+    from workbench.runtime import KERNEL_MODULES
+
+    package = ROOT / "workbench"
+    pattern = re.compile(r"^from workbench\.runtime import .*\b(jit|leaf)\b", re.M)
+    found = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if pattern.search(path.read_text(encoding="utf-8"))
+    }
+    assert found == set(KERNEL_MODULES)
+
+
+@pytest.mark.slow  # compiles the mesh kernels: 12 s
+def test_a_cache_with_any_kernel_is_not_a_first_run(tmp_path):
+    """After one kernel module only has compiled (the mesh's, as `workbench.mesh` alone
+    would), no command says "first run" any more: later compilations say it when they start."""
+    env = os.environ | {"PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path)}
+    ask = [sys.executable, "-c", "from workbench import runtime; print(runtime.cache_is_empty())"]
+    assert subprocess.run(ask, env=env, capture_output=True, text=True).stdout == "True\n"
+    cube = (
+        "import numpy as np, trimesh; from workbench.mesh import mass_properties; "
+        "m = trimesh.creation.box(); mass_properties(m.vertices, m.faces, 1000.0)"
+    )
+    subprocess.run([sys.executable, "-c", cube], env=env, check=True, capture_output=True)
+    assert subprocess.run(ask, env=env, capture_output=True, text=True).stdout == "False\n"
+
+
 @pytest.fixture(scope="module")
 def p2r_log(tmp_path_factory) -> Path:
     """A simulated planar_2r dynamic log (500 samples, 0.01 N m noise)."""
@@ -294,6 +407,54 @@ def p2r_log(tmp_path_factory) -> Path:
     argv = ["simulate-log", "planar_2r", "--kind", "dynamic", "--out", str(log)]
     assert main([*argv, "--samples", "500", "--noise", "0.01"]) == 0
     return log
+
+
+Q_COLUMNS = 'file = "p2r.csv"\ncolumns = ["q_joint_1", "q_joint_2"]\nunit = "rad"\n'
+TAU_COLUMNS = 'file = "p2r.csv"\ncolumns = ["tau_joint_1", "tau_joint_2"]\n'
+MOTOR_SIDE = 'side = "motor"\n'
+
+
+@pytest.mark.parametrize(
+    ("sections", "code", "message"),
+    [
+        ({"positions": Q_COLUMNS.replace('"rad"', '"deg"')}, 1, "likely cause: angle unit"),
+        ({"time": "sample_period = 0.1\n"}, 1, "likely cause: sample period"),
+        ({"positions": Q_COLUMNS.replace('"q_joint_2"', '"q_joint_1"')}, 2,
+         "joints 'joint_1' and 'joint_2' are the same column"),
+        ({"transmission": "ratios = [-1, 1]\n", "positions": Q_COLUMNS + MOTOR_SIDE,
+          "torques": TAU_COLUMNS + MOTOR_SIDE}, 1, "likely cause: transmission sign"),
+        ({"torques": TAU_COLUMNS + "scale = -1\n"}, 1, "likely cause: torque sign"),
+        ({"torques": TAU_COLUMNS.replace("p2r.csv", "negated.csv")}, 1,
+         "likely cause: torque sign"),
+        ({"model.payload": "mass = 1.0\ninertia = [0.01, 0.01, 0.03, 0.0, 0.0, 0.0]\n"}, 2,
+         "triangle inequality"),
+    ],
+    ids=["degrees", "period", "duplicated", "ratios", "scale", "negated", "payload"],
+)  # fmt: skip
+def test_a_mis_described_log_is_one_error_line(capsys, tmp_path, p2r_log, sections, code, message):
+    """Issue 28, reproduction 1 through the command line: exit 1 naming the likely cause (the
+    results are written for inspection) or exit 2 at read time, one error line, no traceback,
+    the recording and its description unchanged."""
+    text = p2r_log.read_text()
+    (tmp_path / "p2r.csv").write_text(text)
+    rows = [line.split(",") for line in text.splitlines()]
+    taus = [k for k, name in enumerate(rows[0]) if name.startswith("tau_")]
+    for row in rows[1:]:
+        for k in taus:
+            row[k] = repr(-float(row[k]))
+    (tmp_path / "negated.csv").write_text("".join(",".join(row) + "\n" for row in rows))
+    described = {"time": "sample_period = 0.01\n", "positions": Q_COLUMNS, "torques": TAU_COLUMNS}
+    described |= sections
+    description = tmp_path / "log.toml"
+    description.write_text("".join(f"[{key}]\n{value}\n" for key, value in described.items()))
+    inputs = {path: path.read_bytes() for path in tmp_path.iterdir()}
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(description), "--kind", "dynamic"]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--quiet"]) == code
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and message in errors[0] and "Traceback" not in err, err
+    assert {path: path.read_bytes() for path in inputs} == inputs
+    assert (tmp_path / "out" / "summary.json").is_file() == (code == 1)
 
 
 def test_one_corrupted_torque_is_named(capsys, tmp_path, p2r_log):
@@ -427,6 +588,42 @@ def test_excitation_sizes_beyond_memory_are_refused(capsys, tmp_path, changes, m
     assert message in line and "GiB of memory" in line, line
 
 
+def test_posture_candidates_beyond_memory_are_refused(capsys, tmp_path):
+    problem = tmp_path / "postures.toml"
+    text = '[postures]\ncandidates = 100000000\nmeasure = "pose"\ndevice_known = false\n'
+    problem.write_text(text)
+    argv = ["excite", "--model", "iiwa", "--kind", "kinematic", "--out", str(tmp_path / "o")]
+    line = fails(capsys, [*argv, str(problem)])
+    assert f"{problem}: [postures] candidates = 100000000 needs about" in line, line
+    assert "GiB of memory" in line and "KiB per candidate for 7 joints, pose measured" in line
+    assert not (tmp_path / "o").exists() and problem.read_text() == text
+
+
+def test_a_candidate_file_beyond_memory_is_refused_naming_it(capsys, tmp_path, monkeypatch):
+    import workbench.config
+
+    monkeypatch.setattr(workbench.config, "MEMORY_BUDGET", 3 * 2**20)  # 3 MiB: the defaults fit
+    rows = np.random.default_rng(0).uniform(-1, 1, size=(2000, 2))
+    postures = tmp_path / "candidates.csv"
+    postures.write_text("q_joint_1,q_joint_2\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    problem = tmp_path / "postures.toml"
+    problem.write_text('[postures]\ncount = 6\ncandidates = "candidates.csv"\n')
+    argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", "--out", str(tmp_path / "o")]
+    line = fails(capsys, [*argv, "--quiet", str(problem)])
+    assert f"{postures}: 2000 candidate postures needs about" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_too_few_postures_for_the_directions_are_refused(capsys, tmp_path):
+    problem = tmp_path / "postures.toml"
+    problem.write_text("[postures]\ncount = 4\ncandidates = 60\n")  # 12 rows, rank 10 of 11
+    argv = ["excite", "--model", "planar_2r", "--kind", "kinematic", "--out", str(tmp_path / "o")]
+    line = fails(capsys, [*argv, "--quiet", str(problem)])
+    assert "[postures] count = 4: the best 4 postures of the candidates determine only" in line
+    assert "of the 11 identifiable directions; select more postures" in line
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize(
     ("grid", "message"),
     [
@@ -530,6 +727,42 @@ def test_excite_refuses_a_problem_file_of_the_other_kind(capsys, tmp_path, kind,
     assert message in line and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("kind", "option"), [("dynamic", "--inertial"), ("kinematic", "--physical")]
+)
+def test_an_option_of_another_kind_is_one_line(capsys, tmp_path, p2r_log, kind, option):
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(p2r_log), "--kind", kind, option]
+    line = fails(capsys, [*argv, "--out", str(tmp_path / "out"), "--quiet"])
+    assert f"{option} applies to" in line and not (tmp_path / "out").exists()
+
+
+def test_twist_design_at_its_iteration_limit_is_a_warning_and_exit_1(capsys, tmp_path):
+    problem = _problem_with(tmp_path, "excite_twist.toml", max_iterations="3")
+    argv = ["excite", "--model", "planar_2r", "--kind", "twist", "--out", str(tmp_path / "o")]
+    assert main([*argv, "--quiet", str(problem)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning: IPOPT stopped with Maximum_Iterations_Exceeded" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("knots", "warning"), [("100", None), ("4", "the goal is about the start")]
+)
+def test_a_goal_equal_to_the_start_is_no_percentage_of_no_travel(capsys, tmp_path, knots, warning):
+    import json
+
+    start = "[0.0, -0.5, 0.866]"  # the start of problems/fivebar_reach.toml
+    problem = _problem_with(tmp_path, "fivebar_reach.toml", goal=start, start=start, knots=knots)
+    before = problem.read_bytes()
+    assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    warnings = json.loads((tmp_path / "out" / "summary.json").read_text())["warnings"]
+    assert "%" not in err and problem.read_bytes() == before
+    if warning is None:
+        assert err == "" and warnings == []
+    else:
+        assert len(warnings) == 1 and warning in warnings[0] and warning in err
+
+
 def _printed_numbers(text: str, label: str) -> list[float]:
     """The four numbers after ``label``: log det A -> B, condition number C -> D."""
     import re
@@ -545,7 +778,7 @@ def test_excite_says_its_numbers_and_warns_at_the_iteration_limit(capsys, tmp_pa
     problem = _problem_with(tmp_path, "excite_dynamic.toml", max_iterations="3")
     out = tmp_path / "out"
     argv = ["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(out)]
-    assert main([*argv, str(problem)]) == 1
+    assert main([*argv, "--quiet", str(problem)]) == 1
     captured = capsys.readouterr()
     warning = captured.err.strip().splitlines()
     assert len(warning) == 1 and warning[0].startswith("workbench excite: warning: IPOPT stopped")
@@ -594,6 +827,50 @@ def test_a_fifo_as_mesh_or_candidate_postures_file(tmp_path):
         mesh_file_properties(pipe, 1000.0)
     with pytest.raises(wb.WorkbenchError, match=r"candidate postures file .* is a FIFO"):
         read_postures(pipe, wb.models.load("planar_2r"))
+
+
+def test_ur10_is_refused_pointing_to_the_two_robots(capsys):
+    line = fails(capsys, ["info", "ur10"])
+    assert "model 'ur10' named example-robot-data's CB3-series UR10, not the UR10e whose " in line
+    assert "use 'ur10e' for the UR10e of models/ur10 or 'ur10_cb3' for the CB3-series" in line
+    with pytest.raises(wb.WorkbenchError, match="'ur10_cb3'"):
+        wb.models.load("ur10")
+
+
+def test_ur10e_is_the_robot_of_the_recordings_and_ur10_cb3_another():
+    shipped = wb.load_urdf(ROOT / "models" / "ur10" / "ur10e.urdf", tool_frame="flange")
+    ur10e, cb3 = wb.models.load("ur10e"), wb.models.load("ur10_cb3")
+    np.testing.assert_array_equal(ur10e.twists, shipped.twists)
+    np.testing.assert_array_equal(ur10e.tool_frame, shipped.tool_frame)
+    # the shoulder height (a point on joint 2's axis) tells the two UR10s apart
+    height = [chain.twists[1, 3:] @ np.cross([0, 0, 1], chain.twists[1, :3]) for chain in
+              (ur10e, cb3)]  # fmt: skip
+    assert abs(height[0] - height[1]) > 0.01, height
+
+
+def test_info_lists_every_model_and_says_what_it_is(capsys):
+    assert main(["info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    described = dict(line.split(None, 1) for line in lines)
+    assert set(wb.models.MODELS) <= set(described) and "ur10" not in described
+    assert "models/ur10" in described["ur10e"] and "not the UR10e" in described["ur10_cb3"]
+    assert main(["info", "ur10_cb3"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    assert first.startswith("ur10_cb3: Universal Robots UR10, CB3 series")
+    assert second.startswith("ur10_cb3 (URDF robot 'ur10'): 6 joints")
+
+
+def test_the_model_names_of_the_shipped_commands_load():
+    import re
+
+    from workbench.closed_chains import SHIPPED
+
+    texts = [ROOT / "README.md", *sorted((ROOT / "models").glob("*/README.md"))]
+    pattern = r"(?:--model|workbench (?:info|export|simulate-log)) ([A-Za-z0-9_]+)(?=\s)"
+    names = {name for path in texts for name in re.findall(pattern, path.read_text())}
+    assert "ur10e" in names and "MODEL" in names
+    for name in names - {"MODEL"}:
+        assert name in wb.models.MODELS or name in SHIPPED, name
 
 
 def test_out_of_memory_is_one_line(capsys, monkeypatch):

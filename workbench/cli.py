@@ -37,6 +37,11 @@ COMMANDS = {
 }
 
 
+# commands that compile kernels on a first run: they say so at their start (and not with
+# --quiet), before the imports that precede the first compilation
+COMPILING = ("reach", "calibrate", "excite", "simulate-log", "sweep", "payload")
+
+
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Descriptions as written; options with a default say it ("(default: ...)")."""
 
@@ -72,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     raise_on_sigterm()
     try:
+        if args.command in COMPILING and not getattr(args, "quiet", False):
+            from workbench.runtime import announce_first_compile
+
+            announce_first_compile()
         code = int(args.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code

@@ -6,14 +6,20 @@ returns the Pinocchio model it was built from. Names:
 * shipped under ``models/``: ``iiwa`` (KUKA LBR iiwa 14 R820, identified
   inertial parameters of [Mueller]), ``planar_2r`` (the 2R of [Mueller] §6.1),
   ``staubli_tx40`` and ``ur10e`` (real robots with recordings to calibrate
-  from, see their README files);
+  from, see their README files; the UR10e's are in ``models/ur10``);
 * from the ``example-robot-data`` wheel (found under its installed prefix,
-  the wheel has no Python loader): ``ur3``, ``ur5``, ``ur10``, ``panda``,
+  the wheel has no Python loader): ``ur3``, ``ur5``, ``ur10_cb3`` (the
+  CB3-series UR10, not the UR10e), ``panda``,
   ``panda_arm`` (fingers locked), ``talos`` (fixed-base), ``talos_upper_body``
   (legs locked), ``kinova``, ``z1``, ``double_pendulum``; whole robots
   with wheels, heads and grippers, calibrated a part at a time (name the
   joints to keep): ``tiago``, ``tiago_pro``, ``pr2``, ``baxter``,
   ``talos_full``.
+
+Every name has a one-line :attr:`ModelSpec.description` (``workbench info``
+lists them). A name that was given up because it was ambiguous (``ur10``,
+which loaded the CB3-series UR10 beside the UR10e of ``models/ur10``) is
+refused with a message naming the new names (:data:`RETIRED`).
 
 A whole robot (any URDF: continuous joints, mimic joints, a floating or
 planar root, wheels) is cut to the joints named in ``joints``, every other
@@ -40,40 +46,80 @@ from workbench.urdf import load_robot
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Where a named model comes from and which joints are locked at zero."""
+    """Where a named model comes from, which joints are locked at zero, and what it is."""
 
     source: str  # "shipped" or "example-robot-data"
     path: str  # relative to models/ or to example-robot-data's robots/
+    description: str
     locked_prefixes: tuple[str, ...] = ()
     tool_frame: str | None = None
 
 
+_ERD = "example-robot-data"
 MODELS: dict[str, ModelSpec] = {
-    "iiwa": ModelSpec("shipped", "iiwa/iiwa14.urdf"),
-    "planar_2r": ModelSpec("shipped", "planar_2r/planar_2r.urdf"),
-    "staubli_tx40": ModelSpec("shipped", "staubli_tx40/tx40.urdf"),
-    "ur10e": ModelSpec("shipped", "ur10/ur10e.urdf", tool_frame="flange"),
-    "ur3": ModelSpec("example-robot-data", "ur_description/urdf/ur3_robot.urdf"),
-    "ur5": ModelSpec("example-robot-data", "ur_description/urdf/ur5_robot.urdf"),
-    "ur10": ModelSpec("example-robot-data", "ur_description/urdf/ur10_robot.urdf"),
-    "panda": ModelSpec("example-robot-data", "panda_description/urdf/panda.urdf"),
+    "iiwa": ModelSpec(
+        "shipped", "iiwa/iiwa14.urdf",
+        "KUKA LBR iiwa 14 R820 with the identified inertial parameters of [Mueller] "
+        "(models/iiwa)",
+    ),
+    "planar_2r": ModelSpec(
+        "shipped", "planar_2r/planar_2r.urdf", "the planar 2R arm of [Mueller] §6.1 "
+        "(models/planar_2r)",
+    ),
+    "staubli_tx40": ModelSpec(
+        "shipped", "staubli_tx40/tx40.urdf",
+        "Staubli TX40 with its identification recording (models/staubli_tx40)",
+    ),
+    "ur10e": ModelSpec(
+        "shipped", "ur10/ur10e.urdf",
+        "Universal Robots UR10e in its cell, with the camera measurements of models/ur10",
+        tool_frame="flange",
+    ),
+    "ur3": ModelSpec(_ERD, "ur_description/urdf/ur3_robot.urdf", "Universal Robots UR3, CB3 "
+                     "series (example-robot-data)"),
+    "ur5": ModelSpec(_ERD, "ur_description/urdf/ur5_robot.urdf", "Universal Robots UR5, CB3 "
+                     "series (example-robot-data)"),
+    "ur10_cb3": ModelSpec(
+        _ERD, "ur_description/urdf/ur10_robot.urdf",
+        "Universal Robots UR10, CB3 series (example-robot-data); not the UR10e of models/ur10, "
+        "which is ur10e",
+    ),
+    "panda": ModelSpec(_ERD, "panda_description/urdf/panda.urdf", "Franka Emika Panda with its "
+                       "gripper fingers (example-robot-data)"),
     "panda_arm": ModelSpec(
-        "example-robot-data", "panda_description/urdf/panda.urdf", ("panda_finger",)
+        _ERD, "panda_description/urdf/panda.urdf",
+        "Franka Emika Panda, fingers locked (example-robot-data)", ("panda_finger",),
     ),
-    "talos": ModelSpec("example-robot-data", "talos_data/robots/talos_reduced.urdf"),
+    "talos": ModelSpec(_ERD, "talos_data/robots/talos_reduced.urdf", "PAL TALOS humanoid, "
+                       "fixed base (example-robot-data)"),
     "talos_upper_body": ModelSpec(
-        "example-robot-data", "talos_data/robots/talos_reduced.urdf", ("leg_",)
+        _ERD, "talos_data/robots/talos_reduced.urdf",
+        "PAL TALOS humanoid, legs locked (example-robot-data)", ("leg_",),
     ),
-    "kinova": ModelSpec("example-robot-data", "kinova_description/robots/kinova.urdf"),
-    "z1": ModelSpec("example-robot-data", "z1_description/urdf/z1.urdf"),
+    "kinova": ModelSpec(_ERD, "kinova_description/robots/kinova.urdf", "Kinova arm "
+                        "(example-robot-data)"),
+    "z1": ModelSpec(_ERD, "z1_description/urdf/z1.urdf", "Unitree Z1 arm (example-robot-data)"),
     "double_pendulum": ModelSpec(
-        "example-robot-data", "double_pendulum_description/urdf/double_pendulum.urdf"
+        _ERD, "double_pendulum_description/urdf/double_pendulum.urdf",
+        "a double pendulum (example-robot-data)",
     ),
-    "tiago": ModelSpec("example-robot-data", "tiago_description/robots/tiago.urdf"),
-    "tiago_pro": ModelSpec("example-robot-data", "tiago_pro_description/robots/tiago_pro.urdf"),
-    "pr2": ModelSpec("example-robot-data", "pr2_description/urdf/pr2.urdf"),
-    "baxter": ModelSpec("example-robot-data", "baxter_description/urdf/baxter.urdf"),
-    "talos_full": ModelSpec("example-robot-data", "talos_data/robots/talos_full_v2.urdf"),
+    "tiago": ModelSpec(_ERD, "tiago_description/robots/tiago.urdf", "PAL TIAGo, whole robot "
+                       "(example-robot-data)"),
+    "tiago_pro": ModelSpec(_ERD, "tiago_pro_description/robots/tiago_pro.urdf", "PAL TIAGo "
+                           "Pro, whole robot (example-robot-data)"),
+    "pr2": ModelSpec(_ERD, "pr2_description/urdf/pr2.urdf", "Willow Garage PR2, whole robot "
+                     "(example-robot-data)"),
+    "baxter": ModelSpec(_ERD, "baxter_description/urdf/baxter.urdf", "Rethink Robotics "
+                        "Baxter, whole robot (example-robot-data)"),
+    "talos_full": ModelSpec(_ERD, "talos_data/robots/talos_full_v2.urdf", "PAL TALOS "
+                            "humanoid, whole robot (example-robot-data)"),
+}  # fmt: skip
+
+# names given up because they were ambiguous: what to type instead
+RETIRED: dict[str, str] = {
+    "ur10": "'ur10' named example-robot-data's CB3-series UR10, not the UR10e whose recordings "
+    "are in models/ur10: use 'ur10e' for the UR10e of models/ur10 or 'ur10_cb3' for the "
+    "CB3-series UR10",
 }
 
 
@@ -179,6 +225,8 @@ def _is_path(name: str) -> bool:
 
 
 def _spec(name: str) -> ModelSpec:
+    if name in RETIRED:
+        raise WorkbenchError(f"model {RETIRED[name]}")
     try:
         return MODELS[name]
     except KeyError:

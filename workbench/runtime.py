@@ -16,7 +16,11 @@
   :func:`set_num_threads` with fewer workers than cores gives BLAS its
   default threads back.
 * When numba has to compile (the disk cache has no entry), one line says so
-  on stderr; :func:`set_compile_message` turns it off.
+  on stderr; :func:`set_compile_message` turns it off. On a first run (the
+  cache holds no kernel at all, :func:`cache_is_empty`) the command line says
+  it at its start (:func:`announce_first_compile`), before the imports and
+  model loading that precede the first compilation, so that a new user sees
+  what is happening within about a second.
   :func:`workbench.warm_up.warm_up` compiles (or loads) every kernel.
 """
 
@@ -26,6 +30,7 @@ import functools
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numba as nb
 import numpy as np
@@ -90,7 +95,10 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="workbench-kernel")
 
 
-COMPILE_MESSAGE = "workbench: compiling the compiled kernels (first run only, up to a minute)..."
+COMPILE_MESSAGE = (
+    "workbench: compiling the numerical kernels for this machine (first run only, up to a "
+    "minute)..."
+)
 
 
 class _CompileAnnouncer(event.Listener):
@@ -105,7 +113,12 @@ class _CompileAnnouncer(event.Listener):
 
     def on_start(self, event_: event.Event) -> None:
         module = getattr(event_.data["dispatcher"].py_func, "__module__", "") or ""
-        if self.enabled and not self.said and module.startswith("workbench."):
+        if module.startswith("workbench."):
+            self.say()
+
+    def say(self) -> None:
+        """Print :data:`COMPILE_MESSAGE`, once per process, unless turned off."""
+        if self.enabled and not self.said:
             self.said = True
             print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
 
@@ -122,3 +135,53 @@ _limit_blas(_POOL_SIZE >= available_cores())
 def set_compile_message(enabled: bool) -> None:
     """Print (default) or keep quiet the one line that says the kernels are being compiled."""
     _ANNOUNCER.enabled = bool(enabled)
+
+
+# the modules that define kernels (with :data:`jit` or :data:`leaf`), under workbench/
+KERNEL_MODULES = (
+    "mesh.py",
+    "dynamics/kernels.py",
+    "dynamics/inverse_dynamics.py",
+    "dynamics/derivatives.py",
+    "dynamics/regressor.py",
+    "dynamics/time_derivatives.py",
+    "closed_chains/loop_kernels.py",
+    "calibration/kinematic_kernels.py",
+)
+
+
+def _locate() -> None:  # stands for a kernel of a module when locating its cache
+    pass
+
+
+def cache_is_empty() -> bool:
+    """Whether numba's disk cache, where this process would read it (``NUMBA_CACHE_DIR``,
+    ``__pycache__`` beside the modules, or the user-wide cache), holds no kernel of
+    :data:`KERNEL_MODULES` for this Python: a first run after installing. False when it
+    cannot tell."""
+    try:
+        from numba.core import caching  # numba's own choice of cache directory
+
+        locators = (getattr(caching, "CacheImpl", None) or caching._CacheImpl)._locator_classes
+        tag = f"py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+        for name in KERNEL_MODULES:
+            module = Path(__file__).parent / name
+            for locator_class in locators:
+                locator = locator_class.from_function(_locate, str(module))
+                if locator is not None:
+                    break
+            else:
+                return False
+            if any(Path(locator.get_cache_path()).glob(f"{module.stem}.*.{tag}.nbi")):
+                return False
+        return True
+    except (ImportError, AttributeError, TypeError, OSError):
+        return False
+
+
+def announce_first_compile() -> None:
+    """Print the compile line now when the disk cache is empty (:func:`cache_is_empty`), so
+    that a first run says what it does before its imports and model loading; the line is
+    printed once per process either way."""
+    if _ANNOUNCER.enabled and not _ANNOUNCER.said and cache_is_empty():
+        _ANNOUNCER.say()

@@ -19,8 +19,11 @@ the gap to the best possible selection.
 Writes DIR/summary.json (criterion, condition number, per-parameter predicted std for
 the stated noise), the trajectory DIR/trajectory.csv and .npz (columns t, q_, dq_,
 ddq_<joint>, at the problem's sample rate) or DIR/postures.csv, plots against the
-limits (PNG) and DIR/animation.html (meshcat). Exit code 2 on bad input or infeasible
-limits, with nothing written.
+limits (PNG), DIR/animation.html (meshcat) and DIR/report.html (the summary's figures,
+warnings, plots and animation in one self-contained page: open it first). Exit code 2 on
+bad input, infeasible limits or too few postures to determine every direction, with
+nothing written. Once the inputs are read, one line on stderr says what is being designed
+(--quiet: none).
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--out", required=True, metavar="DIR", help="results directory")
     parser.add_argument("problem", nargs="?", metavar="PROBLEM", help="problem file (TOML)")
+    parser.add_argument(
+        "--quiet", action="store_true",
+        help="no progress line (what is being designed) and no compile line on stderr",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,11 +57,11 @@ def run(args: argparse.Namespace) -> int:
 
     from workbench import models
     from workbench.errors import WorkbenchError
-    from workbench.excitation.experiment import excite
     from workbench.excitation.problem import read_problem
-    from workbench.excitation.report import solver_warning, write_results
     from workbench.io import check_not_input, check_output_directory, results_directory
+    from workbench.runtime import set_compile_message
 
+    set_compile_message(not args.quiet)
     if args.kind not in KINDS:
         raise WorkbenchError(f"--kind {args.kind!r} is not one of {', '.join(KINDS)}")
     check_output_directory(args.out)
@@ -66,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
     problem = read_problem(args.problem, chain, args.kind)
     if problem.postures.tool is not None and args.kind == "kinematic":
         chain = models.load(args.model, tool_frame=problem.postures.tool)
+    if not args.quiet:
+        print(f"workbench excite: {_doing(args.kind, args.model, problem)}...", file=sys.stderr,
+              flush=True)  # fmt: skip
+    from workbench.excitation.experiment import excite  # after the line: 1 s of imports
+    from workbench.excitation.report import solver_warning, write_results
+
     result = excite(chain, args.kind, problem, models.urdf_path(args.model))
     with results_directory(args.out) as stage:
         write_results(stage, result, args.model)
@@ -93,6 +106,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"workbench excite: warning: {warning}", file=sys.stderr)
             return 1
     return 0
+
+
+def _doing(kind: str, model: str, problem) -> str:
+    """What the design does, in a few words, for the progress line."""
+    if kind == "kinematic":
+        settings = problem.postures
+        candidates = settings.candidates
+        source = f"{candidates} random" if isinstance(candidates, int) else f"the file {candidates}"
+        return f"choosing {settings.count} postures of {model} from {source} candidates"
+    design = problem.design
+    return (
+        f"designing a {kind} excitation trajectory of {model} with IPOPT ({design.collocation} "
+        f"collocation points, up to {design.max_iterations} iterations per start, "
+        f"{design.starts} start(s))"
+    )
 
 
 def _precision(p) -> str:

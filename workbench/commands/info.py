@@ -2,9 +2,10 @@
 link masses, limits and the tool frame.
 
 MODEL is a shipped model name (iiwa, planar_2r, staubli_tx40, ur10e), an
-example-robot-data name (ur5, panda_arm, talos_upper_body, ...), a path to a
+example-robot-data name (ur5, ur10_cb3, panda_arm, talos_upper_body, ...), a path to a
 URDF file, or a closed chain (fivebar, planar_fivebar, fourbar, delta, or a
-closure file): then its spanning tree, its motors and its closures.
+closure file): then its spanning tree, its motors and its closures. A named model's
+first line says what it is. Without MODEL: every model name and what it is.
 
 A ROS bag instead (a ROS 1 .bag file, a ROS 2 bag folder, or a bare .db3 or
 .mcap file): one line per topic with its message type, message count and
@@ -21,7 +22,10 @@ HELP = "show a robot model (joints, twists, masses, tool frame) or a ROS bag's t
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="model name or URDF path, or a ROS bag")
+    parser.add_argument(
+        "model", nargs="?", metavar="MODEL",
+        help="model name or URDF path, or a ROS bag (none: list the model names)",
+    )  # fmt: skip
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
 
 
@@ -29,8 +33,12 @@ def run(args: argparse.Namespace) -> int:
     from workbench import closed_chains, models
     from workbench.calibration import bags
 
+    if args.model is None:
+        return _names()
     if bags.is_bag(args.model):
         return _bag(args.model, bags.topics(args.model))
+    if args.model in models.MODELS:
+        print(f"{args.model}: {models.MODELS[args.model].description}")
 
     closed = None
     if closed_chains.is_closed_chain(args.model):
@@ -39,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         chain = models.load(args.model, tool_frame=args.tool)
     np.set_printoptions(precision=4, suppress=True)
+    label = chain.name
+    if args.model in models.MODELS and chain.name != args.model:
+        label = f"{args.model} (URDF robot '{chain.name}')"
     print(
-        f"{chain.name}: {chain.n} joints, base '{chain.base_name}', "
+        f"{label}: {chain.n} joints, base '{chain.base_name}', "
         f"total mass {chain.phi[:, 0].sum():.4f} kg, gravity {chain.gravity}"
     )
     header = (
@@ -76,6 +87,18 @@ def run(args: argparse.Namespace) -> int:
             a, b = closure.frames
             print(f"  closure '{closure.name}': {closure.kind} ({closure.rows} rows) {a} -> {b}")
         print(f"  home {_vec(closed.home)}")
+    return 0
+
+
+def _names() -> int:
+    """One line per model name: what it is; then the closed chains."""
+    from workbench import closed_chains, models
+
+    width = max(map(len, [*models.MODELS, *closed_chains.SHIPPED]))
+    for name, spec in models.MODELS.items():
+        print(f"{name:<{width}}  {spec.description}")
+    for name, path in closed_chains.SHIPPED.items():
+        print(f"{name:<{width}}  closed chain (models/{path})")
     return 0
 
 

@@ -26,7 +26,8 @@ torque noise come from an optional --problem file (the format of `workbench
 excite`, problems/excite_dynamic.toml); the options set the trajectory. Writes
 DIR/trajectory.csv (t, q_, dq_, ddq_<joint> at --rate), DIR/summary.json
 (predicted stds of the designed and of a random motion of the same length and
-limits), DIR/limits.png, DIR/precision.png and DIR/report.html.
+limits), DIR/limits.png, DIR/precision.png and DIR/report.html. Once the options are
+read, one line on stderr says what is being designed (--quiet: none).
 
 Exit code 2 on bad input, with nothing written.
 """
@@ -90,6 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="expected payload mass, for the predicted std of its centre of mass",
     )  # fmt: skip
     excite.add_argument("--problem", metavar="FILE", help="limits, design and noise (TOML)")
+    excite.add_argument(
+        "--quiet", action="store_true",
+        help="no progress line (what is being designed) and no compile line on stderr",
+    )  # fmt: skip
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -240,16 +245,11 @@ def _excite(args: argparse.Namespace) -> int:
     import numpy as np
 
     from workbench import models
-    from workbench.calibration.logs import write_log
-    from workbench.calibration.payload import COM_NAMES
-    from workbench.calibration.samples import Log
     from workbench.errors import WorkbenchError
-    from workbench.excitation.payload import design_payload_excitation, hold_posture
     from workbench.excitation.problem import read_problem
-    from workbench.io import atomic_write_text, results_directory
-    from workbench.viz import excitation_plots as plots
-    from workbench.viz.report_page import write_report_page
+    from workbench.runtime import set_compile_message
 
+    set_compile_message(not args.quiet)
     for option in ("duration", "rate", "mass"):
         value = getattr(args, option)
         if not (np.isfinite(value) and value > 0):
@@ -265,7 +265,22 @@ def _excite(args: argparse.Namespace) -> int:
     joints = [j.strip() for j in args.joints.split(",") if j.strip()]
     if args.posture is not None:
         posture = _floats(args.posture, chain.n, "--posture")
-    else:
+    if not args.quiet:
+        print(
+            f"workbench payload: designing the motion of joints {', '.join(joints)} for a "
+            f"payload on {link} of {args.model} ({args.duration:g} s, IPOPT, up to "
+            f"{problem.design.max_iterations} iterations per start)...",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
+    from workbench.calibration.logs import write_log  # after the line: 1 s of imports
+    from workbench.calibration.payload import COM_NAMES
+    from workbench.calibration.samples import Log
+    from workbench.excitation.payload import design_payload_excitation, hold_posture
+    from workbench.io import atomic_write_text, results_directory
+    from workbench.viz import excitation_plots as plots
+    from workbench.viz.report_page import write_report_page
+
+    if args.posture is None:
         posture = hold_posture(chain, link, joints, limits, problem.noise(chain))
     result = design_payload_excitation(
         chain, link, joints, posture, limits, problem.noise(chain), duration=args.duration,

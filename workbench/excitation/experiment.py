@@ -53,6 +53,7 @@ from workbench.excitation.information import (
 from workbench.excitation.postures import (
     PostureInformation,
     PostureSelection,
+    check_candidates,
     posture_information,
     random_postures,
     read_postures,
@@ -257,6 +258,8 @@ def _postures(chain: Chain, problem: ExcitationProblem) -> ExcitationResult:
     rng = np.random.default_rng(problem.design.seed)
     if isinstance(settings.candidates, Path):
         q = read_postures(settings.candidates, chain)
+        where = f"{settings.candidates}: {q.shape[0]} candidate postures"
+        check_candidates(where, q.shape[0], chain.n, settings.measure, settings.device_known)
         outside = (q < limits.lower - 1e-12) | (q > limits.upper + 1e-12)
         if np.any(outside):
             row, j = np.argwhere(outside)[0]
@@ -281,6 +284,13 @@ def _postures(chain: Chain, problem: ExcitationProblem) -> ExcitationResult:
     except WorkbenchError as exc:
         raise WorkbenchError(f"{problem.source}: [postures] count: {exc}") from None
     chosen = selection.selected
+    rank = np.linalg.matrix_rank(information.matrix(chosen))
+    if rank < information.size:
+        raise WorkbenchError(
+            f"{problem.source}: [postures] count = {settings.count}: the best {settings.count} "
+            f"postures of the candidates determine only {rank} of the {information.size} "
+            "identifiable directions; select more postures"
+        )
     baseline = rng.choice(q.shape[0], settings.count, replace=False)
     names = tuple(f"direction{k + 1}" for k in range(information.size))
 

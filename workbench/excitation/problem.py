@@ -29,7 +29,9 @@ Sections and keys (SI units, angles in rad):
 ``[postures]`` (kinematic)
     ``count`` (30) postures to select; ``candidates``: a number of random
     postures within the limits (2000) or a CSV file of postures (header
-    ``q_<joint>``; relative to the problem file); ``measure``: "position"
+    ``q_<joint>``; relative to the problem file), refused when their information
+    would not fit in memory (:func:`workbench.excitation.postures.check_candidates`);
+    ``measure``: "position"
     (default) or "pose"; ``device_known`` (true: measurements in the robot
     base frame; false: an unknown camera/tracker frame is calibrated too);
     ``sigma_position`` (m, 1e-4), ``sigma_rotation`` (rad, 1e-3); ``tool``
@@ -50,6 +52,7 @@ from workbench.chain import Chain
 from workbench.config import Section, check_memory, read_toml
 from workbench.errors import WorkbenchError
 from workbench.excitation.design import DesignOptions, Limits
+from workbench.excitation.postures import check_candidates
 from workbench.excitation.trajectory import margin_factor
 from workbench.lie import Array
 
@@ -237,6 +240,9 @@ def read_problem(
         sigma_rotation=s.number("sigma_rotation", 1e-3, positive=True),
         tool=s.string("tool", None),
     )
+    if not isinstance(candidates, Path):
+        where = f"{s.where('candidates')} = {candidates}"
+        check_candidates(where, candidates, n, postures.measure, postures.device_known)
     s.done()
 
     s = top.section("output")

@@ -16,9 +16,12 @@
   ``postures.png``, ``precision.png``;
 * both: ``summary.json`` (criterion, log det, condition number, per
   parameter the nominal value, predicted std and relative std for the stated
-  noise, the limits reached on a fine grid, solver statistics) and
+  noise, the limits reached on a fine grid, solver statistics),
   ``animation.html`` (meshcat, self-contained), unless the problem turns the
-  animation off.
+  animation off, and ``report.html``: the summary's figures (:func:`page_rows`,
+  the numbers of summary.json to 6 significant digits), its warnings, every
+  plot and the animation in one self-contained page
+  (:mod:`workbench.viz.report_page`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from workbench.ocp.nlp import SOLVED
 from workbench.viz import excitation_plots as plots
 from workbench.viz import viewer
 from workbench.viz.playback import robot_by_name
+from workbench.viz.report_page import write_report_page
 
 
 def _number(x: float) -> float | None:
@@ -108,12 +112,12 @@ def summary(result: ExcitationResult, model: str) -> dict[str, Any]:
         out["criterion"] = {
             "name": "logdet",
             "log_det": s.log_det,
-            "greedy_log_det": s.greedy_log_det,
+            "greedy_log_det": _number(s.greedy_log_det),  # None: the greedy set was singular
             "upper_bound": s.upper_bound,
             "d_efficiency_lower_bound": s.efficiency_bound,
             "condition_number": s.condition_number,
             "exchanges": s.exchanges,
-            "random_selection_log_det": p0.log_det,
+            "random_selection_log_det": _number(p0.log_det),  # None: singular (-inf)
         }
         out["noise"] = {
             "position_m": settings.sigma_position,
@@ -243,11 +247,99 @@ def write_results(stage: Path, result: ExcitationResult, model: str) -> list[Pat
                 result.prediction.relative_std, result.initial.relative_std,
             )
         )  # fmt: skip
-    text = json.dumps(summary(result, model), indent=2, allow_nan=False) + "\n"
+    content = summary(result, model)
+    text = json.dumps(content, indent=2, allow_nan=False) + "\n"
     written.append(atomic_write_text(stage / "summary.json", text))
+    animation = None
     if result.problem.animation:
-        written.append(write_animation(stage / "animation.html", result, model))
+        animation = animation_html(result, model)
+        written.append(atomic_write_text(stage / "animation.html", animation))
+    images = [path for path in written if path.suffix == ".png"]
+    written.append(
+        write_report_page(
+            stage / "report.html", f"{result.kind} excitation design for {model}",
+            page_rows(content), images, warnings=content.get("warnings", []),
+            animation=animation,
+        )
+    )  # fmt: skip
     return written
+
+
+def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The summary table of ``report.html``: the figures of ``summary`` (its content, module
+    docstring) to 6 significant digits; "not finite" where summary.json has null."""
+    rows: list[tuple[str, Any]] = [
+        ("kind", summary["kind"]),
+        ("model", summary["model"]),
+        ("joints", ", ".join(summary["joints"])),
+        ("problem", summary["problem"]),
+    ]
+    c = summary["criterion"]
+    if summary["kind"] == "kinematic":
+        postures, noise = summary["postures"], summary["noise"]
+        rows += [
+            ("postures selected / candidates",
+             f"{postures['selected']} / {postures['candidates']}"),
+            ("log det F, selected", _text(c["log_det"])),
+            ("log det F, random selection", _text(c["random_selection_log_det"])),
+            ("log det F, greedy start", _text(c["greedy_log_det"])),
+            ("upper bound on log det F", _text(c["upper_bound"])),
+            ("D-efficiency, lower bound", _text(c["d_efficiency_lower_bound"])),
+            ("condition number", _text(c["condition_number"])),
+            ("exchanges", c["exchanges"]),
+            ("measure", noise["measure"]),
+            ("device frame known", "yes" if noise["device_known"] else "no (calibrated too)"),
+            ("noise: position [m], rotation [rad]",
+             f"{_text(noise['position_m'])}, {_text(noise['rotation_rad'])}"),
+            ("parameters", summary["parameters_note"]),
+        ]  # fmt: skip
+        relative = False
+    else:
+        p, trajectory, solver = summary["prediction"], summary["trajectory"], summary["solver"]
+        rows += [
+            (f"criterion ({c['name']}) at {c['collocation_points']} collocation points: "
+             "log det F, initial -> designed", _arrow(c["initial_log_det"], c["log_det"])),
+            ("condition number at the collocation points, initial -> designed",
+             _arrow(c["initial_condition_number"], c["condition_number"])),
+            (f"written trajectory ({p['samples']} samples): log det F, initial -> designed",
+             _arrow(p["initial_log_det"], p["log_det"])),
+            ("written trajectory: condition number, initial -> designed",
+             _arrow(p["initial_condition_number"], p["condition_number"])),
+            ("median predicted relative std [%], initial -> designed",
+             _arrow(p["initial_median_relative_std_percent"], p["median_relative_std_percent"])),
+            ("trajectory", f"period {_text(trajectory['period_s'])} s, "
+             f"{trajectory['harmonics']} harmonics, {trajectory['periods']} period(s), "
+             f"{_text(trajectory['sample_rate_hz'])} Hz, {trajectory['samples']} samples"),
+            ("torque noise std [N m]",
+             ", ".join(_text(v) for v in summary["noise"]["torque_std_N_m"])),
+            ("IPOPT", f"{solver['status']}, {solver['iterations']} iterations, "
+             f"{_text(solver['seconds'])} s"),
+        ]  # fmt: skip
+        for quantity, ratios in summary["limits"]["peak_fraction_on_fine_grid"].items():
+            rows.append((f"peak fraction of the {quantity} limits", max(ratios)))
+        relative = True
+    for row in summary["parameters"]:
+        if relative and row["predicted_relative_std_percent"] is not None:
+            label = "predicted relative std [%]"
+            values = row["initial_relative_std_percent"], row["predicted_relative_std_percent"]
+        else:
+            label = "predicted std"
+            values = row["initial_std"], row["predicted_std"]
+        text = _arrow(*values)
+        if "relative_std_note" in row and (relative or values[1] is None):  # else: no nominal
+            text += f" ({row['relative_std_note']})"
+        rows.append((f"{row['name']}: {label}, initial -> designed", text))
+    rows.append(("seconds", summary["seconds"]))
+    return rows
+
+
+def _text(value: Any) -> str:
+    """A figure as the page shows it (6 significant digits; None: not finite)."""
+    return "not finite" if value is None else f"{value:.6g}"
+
+
+def _arrow(before: Any, after: Any) -> str:
+    return f"{_text(before)} -> {_text(after)}"
 
 
 def _write_coefficients(path: Path, result: ExcitationResult) -> Path:
@@ -266,8 +358,9 @@ def _write_coefficients(path: Path, result: ExcitationResult) -> Path:
     return atomic_write_text(path, header + "\n".join(lines) + "\n")
 
 
-def write_animation(path: Path, result: ExcitationResult, model: str) -> Path:
-    """The meshcat animation of the trajectory (or of the postures, one per second on screen)."""
+def animation_html(result: ExcitationResult, model: str) -> str:
+    """The meshcat animation of the trajectory (or of the postures, one per second on screen)
+    as one self-contained HTML document."""
 
     robot = robot_by_name(model)
     t, q = result.t, result.q
@@ -276,7 +369,7 @@ def write_animation(path: Path, result: ExcitationResult, model: str) -> Path:
     elif t.size > 1:
         step = max(1, round((t[1] - t[0]) ** -1 / 30.0))  # about 30 frames per second
         t, q = t[::step], q[::step]
-    return viewer.write_html(path, robot, t, configurations(robot, result.chain.joint_names, q))
+    return viewer.static_html(robot, t, configurations(robot, result.chain.joint_names, q))
 
 
 def configurations(robot, joint_names: tuple[str, ...], q: Array) -> Array:
