@@ -82,9 +82,10 @@ def information_bytes(n: int, measure: str, device_known: bool) -> int:
     :func:`select_postures` for ``n`` joints, at most.
 
     With k = 3 (position) or 6 (pose) rows and P = 6 n + 6 parameters (the joints' eta and
-    the marker frame, + 6 for an unknown device frame), the Jacobian phase holds about 4 k P doubles per candidate and
-    the selection k p + p^2 (p <= P identifiable directions); measured on the iiwa: 12.8 KB
-    per candidate (pose, device unknown, P = 54, p = 34) against 25.9 KB estimated.
+    the marker frame, + 6 for an unknown device frame), the Jacobian phase holds about 4 k P
+    doubles per candidate and the selection k p + p^2 (p <= P identifiable directions);
+    measured on the iiwa: 12.8 KB per candidate (pose, device unknown, P = 54, p = 34)
+    against 25.9 KB estimated.
     """
     k = 6 if measure == "pose" else 3
     P = 6 * n + 6 + (0 if device_known else 6)
