@@ -156,3 +156,29 @@ def test_a_log_too_long_for_memory_is_refused_before_it_is_read(tmp_path, chain,
     monkeypatch.setattr(tables, "TEXT_MEMORY_FACTOR", 2**34 / len(text))
     with pytest.raises(wb.WorkbenchError, match=r"log.csv.gz \(0 MiB of text\) needs about"):
         read_log(path, chain, require=("tau",))
+
+
+def test_a_gzip_whose_trailer_says_small_is_stopped_as_it_expands(tmp_path, chain, monkeypatch):
+    """A .csv.gz's trailer holds only its last member's size (modulo 2^32): a second, empty
+    member makes a long log look short. Its text is counted as it decompresses and the read
+    stops at the budget with the same message, naming the file."""
+    import gzip
+
+    from workbench import config
+    from workbench.calibration import tables
+
+    header, _ = good_table(chain)
+    rows = [[0.01 * k, 1e-3 * k, -1e-3 * k, 1.0 + 1e-3 * k, 2.0 - 1e-3 * k] for k in range(1000)]
+    text = ",".join(header) + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n"
+    path = tmp_path / "log.csv.gz"
+    path.write_bytes(gzip.compress(text.encode()) + gzip.compress(b""))
+    assert int.from_bytes(path.read_bytes()[-4:], "little") == 0  # the trailer says empty
+    budget = tables.TEXT_MEMORY_FACTOR * (path.stat().st_size + len(text)) // 2
+    assert tables.TEXT_MEMORY_FACTOR * path.stat().st_size < budget  # the first check passes
+    monkeypatch.setattr(config, "MEMORY_BUDGET", budget)
+    monkeypatch.setattr(tables, "MEMORY_BUDGET", budget)
+    with pytest.raises(wb.WorkbenchError, match=r"log.csv.gz \(\d+ MiB of text\) needs about"):
+        read_log(path, chain, require=("tau",))
+    monkeypatch.setattr(config, "MEMORY_BUDGET", 2 * tables.TEXT_MEMORY_FACTOR * len(text))
+    monkeypatch.setattr(tables, "MEMORY_BUDGET", 2 * tables.TEXT_MEMORY_FACTOR * len(text))
+    assert len(read_log(path, chain, require=("tau",))) == len(rows)

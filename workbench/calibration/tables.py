@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from workbench.config import check_memory
+from workbench.config import MEMORY_BUDGET, check_memory
 from workbench.errors import WorkbenchError, excerpt
 from workbench.io import atomic_write, check_input_file
 from workbench.lie import Array
@@ -160,7 +160,8 @@ def _open_text(path: Path, progress: bool = False) -> Iterator[io.TextIOBase]:
             )  # fmt: skip
             raw = _CountedReader(raw, bar)
         if path.suffix.lower() == ".gz":
-            raw = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))
+            gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))
+            raw = io.BufferedReader(_BoundedReader(gz, path))
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
         stack.callback(text.close)
         yield text
@@ -178,6 +179,25 @@ class _CountedReader(io.RawIOBase):
     def readinto(self, buffer) -> int:
         count = self.raw.readinto(buffer)
         self.bar.update(count or 0)
+        return count
+
+
+class _BoundedReader(io.RawIOBase):
+    """A decompressed stream that stops at the text budget (:func:`_check_text_size`): a
+    .gz trailer holds the size modulo 2^32 and only its last member's, so it can say small
+    for a file that expands beyond memory."""
+
+    def __init__(self, raw: gzip.GzipFile, path: Path) -> None:
+        self.raw, self.path, self.count = raw, path, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self.raw.readinto(buffer)
+        self.count += count or 0
+        if self.count > MEMORY_BUDGET / TEXT_MEMORY_FACTOR:
+            _check_text_size(self.path, self.count)
         return count
 
 
@@ -210,14 +230,16 @@ def _first_non_utf8(path: Path) -> tuple[int, int]:
 TEXT_MEMORY_FACTOR = 8  # bytes of memory per byte of CSV text: the parse, the table, the fits
 
 
-def _check_text_size(path: Path) -> None:
-    """Refuse a CSV whose text (a .gz file's decompressed size, from its trailer) would not
-    fit in memory once read and fitted, before reading it."""
-    size = path.stat().st_size
-    if path.suffix.lower() == ".gz" and size >= 18:
-        with open(path, "rb") as fh:
-            fh.seek(-4, os.SEEK_END)
-            size = max(size, int.from_bytes(fh.read(4), "little"))  # ISIZE: modulo 2^32
+def _check_text_size(path: Path, size: int | None = None) -> None:
+    """Refuse a CSV whose text (``size`` bytes; by default the file's, or a .gz file's
+    decompressed size from its trailer) would not fit in memory once read and fitted, before
+    reading it (a .gz file is checked again as it decompresses, :class:`_BoundedReader`)."""
+    if size is None:
+        size = path.stat().st_size
+        if path.suffix.lower() == ".gz" and size >= 18:
+            with open(path, "rb") as fh:
+                fh.seek(-4, os.SEEK_END)
+                size = max(size, int.from_bytes(fh.read(4), "little"))  # ISIZE: modulo 2^32
     check_memory(
         f"{path} ({size / 2**20:.0f} MiB of text)",
         TEXT_MEMORY_FACTOR * size,
