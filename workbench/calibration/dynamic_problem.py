@@ -17,10 +17,11 @@ import numpy as np
 
 from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.drives import drive_file_text
-from workbench.calibration.dynamic import equation_factors, fit_equations, torque_equations
+from workbench.calibration.dynamic import fit_equations
 from workbench.calibration.least_squares import fit_factors, merge_factors
 from workbench.calibration.parameter_figures import relative_stds, std_figure
 from workbench.calibration.problem import Options, SampleBlocks
+from workbench.calibration.regressor_blocks import regressor_blocks
 from workbench.calibration.samples import Log
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.calibration.torque_problem import (
@@ -154,7 +155,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         if terms not in self.setups:
             self.setups[terms] = torque_setup(
                 self.joint_chain, self.log, terms, self.options,
-                lambda model, base: torque_equations(model, base, self.log),
+                lambda model, base: regressor_blocks(model, base, self.log),
             )  # fmt: skip
         return self.setups[terms]
 
@@ -175,20 +176,24 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
     def fit(self, training: tuple[int, ...] | None, candidate: Terms | None = None):
         """Identify the model of ``candidate`` (default: all terms) on the ``training`` blocks
         (None: all samples). By least squares, from the blocks' triangular factors, each
-        computed once per candidate and merged per fold."""
+        computed once per candidate and merged per fold (all samples: the factors of the
+        whole log, block by block of the regressor, :mod:`.regressor_blocks`)."""
         o = self.options
         s = self.setup(candidate.terms) if candidate else self.setups[self.model.drives.terms]
-        if training is not None and o.loss == "linear":
-            factors = [self._factors(s, b) for b in training]
-            R, counts = factors[0]
-            for R_b, counts_b in factors[1:]:
-                R, counts = merge_factors(R, R_b), counts + counts_b
+        if o.loss == "linear":
+            if training is None:
+                R, counts = s.equations.factors()
+            else:
+                factors = [self._factors(s, b) for b in training]
+                R, counts = factors[0]
+                for R_b, counts_b in factors[1:]:
+                    R, counts = merge_factors(R, R_b), counts + counts_b
             return fit_factors(
                 s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=o.physical
             )
         rows = None if training is None else np.concatenate([self.blocks[b] for b in training])
         return fit_equations(
-            s.model, s.base, s.equations, rows, x0=s.x0, weighted=o.weighted,
+            s.model, s.base, s.equations.equations(rows), x0=s.x0, weighted=o.weighted,
             loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
         )  # fmt: skip
 
@@ -196,7 +201,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         """Per-joint factors and rows of ``block``'s equations of ``setup``, computed once."""
         key = (setup.model.drives.terms, block)
         if key not in self.factors:
-            self.factors[key] = equation_factors(setup.equations, self.blocks[block])
+            self.factors[key] = setup.equations.factors(self.blocks[block])
         return self.factors[key]
 
     def baseline(self, rows: np.ndarray | None) -> None:
@@ -204,9 +209,10 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         if fit is None:
-            return self.equations.X[rows] @ (self.base.matrix @ self.x0) - self.equations.tau[rows]
-        X = self.setup(fit.model.drives.terms).equations.X
-        return X[rows] @ fit.beta - self.equations.tau[rows]
+            predicted = self.equations.predict(self.base.matrix @ self.x0, rows)
+        else:
+            predicted = self.setup(fit.model.drives.terms).equations.predict(fit.beta, rows)
+        return predicted - self.equations.tau[rows]
 
     def measured(self, rows: np.ndarray) -> Array:
         return self.equations.tau[rows]
