@@ -54,7 +54,7 @@ class RegressorBlocks:
     regressor: Callable[[int, int], Array]
     columns: int  # r
     block: int
-    cache: int = CACHE_BYTES
+    cache: int
     _kept: dict[int, Array] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -112,12 +112,13 @@ class RegressorBlocks:
 
 def regressor_blocks(
     model: TorqueModel, base: BaseParameters, log: Log, *, block: int | None = None,
-    cache: int = CACHE_BYTES,
+    cache: int | None = None,
 ) -> RegressorBlocks:  # fmt: skip
     """The torque equations of ``log`` (those of :func:`~workbench.calibration.dynamic.
     torque_equations`: parallel decimation, borders dropped, payload taken off, slow joint rows
     out of the fit) with the regressor given block by block; ``block`` equation rows per block
-    (default: :data:`BLOCK_BYTES` of regressor)."""
+    (default: :data:`BLOCK_BYTES` of regressor), ``cache`` bytes of blocks kept (default
+    :data:`CACHE_BYTES`)."""
     if log.tau is None:
         raise WorkbenchError(f"{log.source}: identification from torques needs joint torques")
     chain, factor, border = model.chain, log.decimation, log.border
@@ -147,4 +148,5 @@ def regressor_blocks(
     r = len(base.independent)
     if block is None:
         block = max(64, BLOCK_BYTES // (8 * chain.n * r))
+    cache = CACHE_BYTES if cache is None else cache
     return RegressorBlocks(log.t[kept], tau, fitted_rows(log, kept), regressor, r, block, cache)
