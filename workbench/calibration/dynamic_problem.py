@@ -1,7 +1,9 @@
 """The dynamic calibration problem of a log in memory: base parameters and drive terms from torques.
 
 Its blocks are rows of the torque equations after decimation
-(:class:`~workbench.calibration.problem.SampleBlocks`); what it reports of a
+(:class:`~workbench.calibration.problem.SampleBlocks`), whose regressor is
+computed block by block and reduced to triangular factors and predictions,
+never held whole (:mod:`workbench.calibration.regressor_blocks`); what it reports of a
 fit (:class:`DynamicOutputs`) is shared with the large-log problem
 (:mod:`workbench.calibration.accumulated_dynamic`), whose equations are
 accumulated triangular factors instead.

@@ -93,7 +93,13 @@ def decimate_blocks(
     """:func:`decimate` of the (samples, ...) array whose raw rows ``[start, stop)`` are
     ``rows(start, stop)``, computed ``block`` output samples at a time; outputs number
     ``ceil(samples / factor)`` (:func:`decimate_range` of all of them)."""
+    _check_factor(factor)
     return decimate_range(rows, samples, factor, 0, -(-samples // factor), block)
+
+
+def _check_factor(factor: int) -> None:
+    if factor < 1:
+        raise WorkbenchError(f"decimation factor {factor} must be a positive integer")
 
 
 def decimate_range(
@@ -110,8 +116,7 @@ def decimate_range(
     filter's half length on both sides (``10 factor``), so every output
     equals that of the decimation of the whole array.
     """
-    if factor < 1:
-        raise WorkbenchError(f"decimation factor {factor} must be a positive integer")
+    _check_factor(factor)
     if factor == 1:
         return np.asarray(rows(first, last), dtype=float)
     h = fir(factor)
