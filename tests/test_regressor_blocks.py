@@ -77,27 +77,31 @@ def test_blockwise_factors_fit_what_lstsq_fits_on_the_whole_stacked_system(iiwa,
 def test_the_dynamic_problem_in_small_blocks_fits_and_predicts_the_stacked_system(
     iiwa, monkeypatch
 ):
-    """Blocks of 64 equation rows (the fewest), none kept: the fold fits and the fit on all
-    samples are lstsq's, the held-out errors those of the whole regressor."""
+    """Blocks of 64 equation rows (the fewest), none kept, every candidate's columns cut from
+    the full model's blocks: each candidate's fold fits and fit on all samples are lstsq's of
+    its whole regressor, its held-out errors those of the whole regressor."""
     monkeypatch.setattr(regressor_blocks_module, "BLOCK_BYTES", 1)
     monkeypatch.setattr(regressor_blocks_module, "CACHE_BYTES", 0)
     log, _ = simulate_log(iiwa, kind="dynamic", samples=900, noise=0.3, friction=0.2, seed=6)
-    options = Options(weighted=False, terms=("friction",))
-    problem = KINDS["dynamic"].problem(iiwa, log, options)
+    problem = KINDS["dynamic"].problem(iiwa, log, Options(weighted=False))
     assert problem.equations.block == 64 and problem.samples > 10 * 64
-    whole = torque_equations(problem.model, problem.base, log)
-    r = whole.X.shape[2]
-    beta = np.linalg.lstsq(whole.X.reshape(-1, r), whole.tau.ravel(), rcond=None)[0]
-    fit = problem.fit(None)
-    np.testing.assert_allclose(fit.beta, beta, rtol=1e-9, atol=1e-9 * np.abs(beta).max())
-    for training, held in problem.folds(Folds(3)):
-        rows = np.setdiff1d(np.arange(problem.samples), held)
-        beta = np.linalg.lstsq(whole.X[rows].reshape(-1, r), whole.tau[rows].ravel(), rcond=None)
-        fold = problem.fit(training)
-        np.testing.assert_allclose(fold.beta, beta[0], rtol=1e-9, atol=1e-9 * np.abs(beta[0]).max())
-        expected = whole.X[held] @ fold.beta - whole.tau[held]
-        scale = np.abs(whole.tau).max()
-        np.testing.assert_allclose(problem.errors(fold, held), expected, rtol=0, atol=1e-10 * scale)
+    assert [c.terms for c in problem.candidates] == [(), ("friction",)]
+    folds = problem.folds(Folds(3))
+    scale = np.abs(log.tau).max()
+    for candidate in problem.candidates:
+        s = problem.setup(candidate.terms)
+        whole = torque_equations(s.model, s.base, log)
+        r = whole.X.shape[2]
+        for training, held in [(None, None), *folds]:
+            rows = np.setdiff1d(np.arange(problem.samples), [] if held is None else held)
+            X, tau = whole.X[rows].reshape(-1, r), whole.tau[rows].ravel()
+            beta = np.linalg.lstsq(X, tau, rcond=None)[0]
+            fit = problem.fit(training, candidate)
+            np.testing.assert_allclose(fit.beta, beta, rtol=1e-9, atol=1e-9 * np.abs(beta).max())
+            if held is not None:
+                expected = whole.X[held] @ fit.beta - whole.tau[held]
+                errors = problem.errors(fit, held)
+                np.testing.assert_allclose(errors, expected, rtol=0, atol=1e-10 * scale)
 
 
 PEAK = textwrap.dedent(

@@ -23,7 +23,7 @@ from workbench.calibration.dynamic import fit_equations
 from workbench.calibration.least_squares import fit_factors, merge_factors
 from workbench.calibration.parameter_figures import relative_stds, std_figure
 from workbench.calibration.problem import Options, SampleBlocks
-from workbench.calibration.regressor_blocks import regressor_blocks
+from workbench.calibration.regressor_blocks import RegressorBlocks, regressor_blocks, shared_columns
 from workbench.calibration.samples import Log
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.calibration.torque_problem import (
@@ -141,6 +141,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         self.labels = chain.joint_names
         self.joint_chain = chain
         self.setups: dict[tuple[str, ...], TorqueSetup] = {}
+        self.all_terms = drives.terms
         full = self.setup(drives.terms)
         self.model, self.base, self.x0, self.equations = (
             full.model, full.base, full.x0, full.equations,
@@ -157,9 +158,19 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         if terms not in self.setups:
             self.setups[terms] = torque_setup(
                 self.joint_chain, self.log, terms, self.options,
-                lambda model, base: regressor_blocks(model, base, self.log),
+                self._equations,
             )  # fmt: skip
         return self.setups[terms]
+
+    def _equations(self, model: TorqueModel, base: BaseParameters) -> RegressorBlocks:
+        """The torque equations of ``model``: columns of the full model's (one regressor for
+        every candidate) when it has them all, else their own."""
+        full = self.setups.get(self.all_terms)
+        if full is not None:
+            columns = shared_columns(full.model, full.base, model, base)
+            if columns is not None:
+                return full.equations.subset(columns)
+        return regressor_blocks(model, base, self.log)
 
     def folds(self, scheme: EndSplit | Folds) -> list[tuple[tuple[int, ...], np.ndarray]]:
         """The held-out rows of each split of ``scheme``; a fold's training blocks are the

@@ -10,7 +10,9 @@ output (:func:`workbench.calibration.signals.decimate_range`), so a block's
 rows equal those of the whole regressor. Computed blocks are kept while they
 fit in ``cache`` bytes (a log of a few ten thousand samples is computed
 once, as a whole regressor would be; a longer one recomputes the blocks past
-the cache on each pass).
+the cache on each pass). A model with fewer drive terms takes its columns from
+the blocks of one with more (:meth:`RegressorBlocks.subset`, :func:`shared_columns`):
+the dynamic problem's nested candidates share one regressor.
 
 What the dynamic problem needs of X is a reduction over blocks: per-joint
 triangular factors of ``[X_j tau_j]`` over some rows (:meth:`RegressorBlocks.factors`,
@@ -38,7 +40,7 @@ from workbench.lie import Array
 BLOCK_BYTES = 32 * 2**20
 """Bytes of one block of the regressor (sets the block's equation rows)."""
 
-CACHE_BYTES = 256 * 2**20
+CACHE_BYTES = 512 * 2**20
 """Bytes of computed regressor blocks kept per set of equations."""
 
 
@@ -103,11 +105,32 @@ class RegressorBlocks:
             out[part] = X @ beta
         return out
 
+    def subset(self, columns: np.ndarray) -> RegressorBlocks:
+        """These equations with the regressor's ``columns`` (r',) only, cut from this one's blocks
+        (and its cache)."""
+        return RegressorBlocks(
+            self.t, self.tau, self.fit,
+            lambda start, _: self._block(start // self.block)[:, :, columns],
+            len(columns), self.block, 0,
+        )  # fmt: skip
+
     def equations(self, rows: np.ndarray | None = None) -> TorqueEquations:
         """The equation ``rows`` (default all) whole, X included."""
         rows = np.arange(len(self)) if rows is None else np.asarray(rows)
         X = np.concatenate([X for _, X in self.blocks(rows)])
         return TorqueEquations(self.t[rows], X, self.tau[rows], self.fit[rows])
+
+
+def shared_columns(
+    whole: TorqueModel, whole_base: BaseParameters, model: TorqueModel, base: BaseParameters
+) -> np.ndarray | None:
+    """Where each base column of ``model`` is among those of ``whole`` (a model with more drive
+    terms), by the standard parameter it is the column of; None when one is not there."""
+    names = [whole.names[k] for k in whole_base.independent]
+    wanted = [model.names[k] for k in base.independent]
+    if not set(wanted) <= set(names):
+        return None
+    return np.array([names.index(name) for name in wanted])
 
 
 def regressor_blocks(
