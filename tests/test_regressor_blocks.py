@@ -114,18 +114,18 @@ PEAK = textwrap.dedent(
     """
 )
 
-BYTES_PER_SAMPLE = 4000
-"""Peak memory growth per sample of a 7-joint robot's whole command (the goal: a million
-samples in 4 GB; the whole regressor alone is 8 n r = 3,600 bytes per sample, with each
-candidate's, 14,500)."""
+BYTES_PER_SAMPLE = 3000
+"""Bound on the peak memory growth per sample of a 7-joint robot's whole command, beyond the
+regressor blocks kept (512 MB, full at 150,000 samples): less than the whole regressor alone,
+8 n r = 3,600 bytes per sample (with each candidate's, as before, 14,500)."""
 
 
 @pytest.mark.slow
 def test_peak_memory_grows_less_than_the_regressor_per_sample(iiwa, tmp_path):
-    """The whole command on 100,000 and 200,000 samples, each in a fresh process: the peak
+    """The whole command on 200,000 and 300,000 samples, each in a fresh process: the peak
     RSS grows by less than :data:`BYTES_PER_SAMPLE` per added sample."""
     peaks = []
-    for samples in (100_000, 200_000):
+    for samples in (200_000, 300_000):
         log, _ = simulate_log(
             iiwa, kind="dynamic", samples=samples, noise=0.05, friction=0.2, dt=1e-3, seed=3
         )
@@ -146,4 +146,5 @@ def test_peak_memory_grows_less_than_the_regressor_per_sample(iiwa, tmp_path):
         summary = json.loads((tmp_path / f"out{samples}" / "summary.json").read_text())
         assert summary["samples"]["fitted"] == samples
         peaks.append(peak)
-    assert (peaks[1] - peaks[0]) / 100_000 < BYTES_PER_SAMPLE, peaks
+    growth = (peaks[1] - peaks[0]) / 100_000
+    assert growth < BYTES_PER_SAMPLE, f"{growth:.0f} bytes per sample (peaks {peaks})"
