@@ -70,7 +70,10 @@ class RegressorBlocks:
         for part in np.split(np.arange(rows.size), np.flatnonzero(np.diff(index)) + 1):
             if part.size:
                 b = int(index[part[0]])
-                yield part, self._block(b)[rows[part] - b * self.block]
+                local = rows[part] - b * self.block
+                if local[-1] - local[0] == local.size - 1 and np.all(np.diff(local) == 1):
+                    local = slice(local[0], local[-1] + 1)  # consecutive rows: a view
+                yield part, self._block(b)[local]
 
     def _block(self, b: int) -> Array:
         """Regressor of grid block ``b``, kept while the cache has room."""
@@ -166,7 +169,7 @@ def regressor_blocks(
                     ),
                     b - a, factor, lo - first_row[s] + border, hi - first_row[s] + border,
                 ))  # fmt: skip
-        return np.concatenate(parts)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     r = len(base.independent)
     if block is None:

@@ -53,7 +53,7 @@ from workbench.io import atomic_write_text
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
 from workbench.viz.report_page import write_report_page
 
-PLOTTED_SAMPLES = 20_000
+PLOTTED_SAMPLES = 5_000
 """At most about this many held-out samples (every k-th) are drawn as torque curves."""
 
 
