@@ -42,10 +42,11 @@ DT = 1e-3
 
 
 # ----------------------------------------------------------------- the log
-def generate(model: str, folder: Path, samples: int, subset: int, seed: int = 0) -> dict:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def synthetic_log(model: str, seed: int = 0, noise: float = 0.5):
+    """The synthetic log of ``model`` (module docstring, step 1): its perturbed ground truth
+    and ``columns(start, m)``, the dict of columns (``t``, ``q_J``, ``dq_J``, ``ddq_J``,
+    ``tau_J``) of samples ``start`` to ``start + m``; ``noise`` N m is the torque noise's
+    standard deviation."""
     import workbench as wb
     from workbench.calibration.simulate import perturbed_truth
     from workbench.dynamics.inverse_dynamics import inverse_dynamics
@@ -61,34 +62,47 @@ def generate(model: str, folder: Path, samples: int, subset: int, seed: int = 0)
     amp *= half[:, None] / np.abs(amp).sum(axis=1, keepdims=True)
     amp *= np.minimum(1.0, 0.9 * chain.velocity_limit / (np.abs(amp) @ w))[:, None]
     phase = rng.uniform(0, 2 * np.pi, (chain.n, harmonics))
-    names = ["t", *(f"{p}_{j}" for p in ("q", "dq", "ddq", "tau") for j in chain.joint_names)]
-    schema = pa.schema([(name, pa.float64()) for name in names])
+
+    def columns(start: int, m: int) -> dict:
+        t = DT * (start + np.arange(m))
+        arg = t[:, None, None] * w + phase
+        q = centre + np.einsum("nk,snk->sn", amp, np.sin(arg))
+        dq = np.einsum("nk,snk->sn", amp * w, np.cos(arg))
+        ddq = -np.einsum("nk,snk->sn", amp * w**2, np.sin(arg))
+        tau = inverse_dynamics(truth.chain, q, dq, ddq)
+        tau += truth.viscous * dq + truth.coulomb * np.sign(dq)
+        tau += np.random.default_rng([seed, start]).normal(scale=noise, size=tau.shape)
+        named = {"t": t}
+        for prefix, block in (("q", q), ("dq", dq), ("ddq", ddq), ("tau", tau)):
+            for i, joint in enumerate(chain.joint_names):
+                named[f"{prefix}_{joint}"] = block[:, i]
+        return named
+
+    return truth, columns
+
+
+def generate(model: str, folder: Path, samples: int, subset: int, seed: int = 0) -> dict:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    truth, columns = synthetic_log(model, seed)
     folder.mkdir(parents=True, exist_ok=True)
     whole, part = folder / "log.parquet", folder / "subset.parquet"
     kept: list[dict] = []
     started = time.perf_counter()
+    schema = pa.schema([(name, pa.float64()) for name in columns(0, 1)])
     with pq.ParquetWriter(whole, schema) as writer, pq.ParquetWriter(part, schema) as first:
         for start in range(0, samples, CHUNK):
-            m = min(CHUNK, samples - start)
-            t = DT * (start + np.arange(m))
-            arg = t[:, None, None] * w + phase
-            q = centre + np.einsum("nk,snk->sn", amp, np.sin(arg))
-            dq = np.einsum("nk,snk->sn", amp * w, np.cos(arg))
-            ddq = -np.einsum("nk,snk->sn", amp * w**2, np.sin(arg))
-            tau = inverse_dynamics(truth.chain, q, dq, ddq)
-            tau += truth.viscous * dq + truth.coulomb * np.sign(dq)
-            tau += np.random.default_rng([seed, start]).normal(scale=0.5, size=tau.shape)
-            columns = {"t": t}
-            for prefix, block in (("q", q), ("dq", dq), ("ddq", ddq), ("tau", tau)):
-                for i, joint in enumerate(chain.joint_names):
-                    columns[f"{prefix}_{joint}"] = block[:, i]
-            table = pa.table(columns, schema=schema)
+            named = columns(start, min(CHUNK, samples - start))
+            table = pa.table(named, schema=schema)
             writer.write_table(table, row_group_size=CHUNK)
             if start < subset:
-                rows = min(m, subset - start)
+                rows = min(len(named["t"]), subset - start)
                 first.write_table(table.slice(0, rows), row_group_size=CHUNK)
-                kept.append({k: v[:rows] for k, v in columns.items()})
-    np.savez(folder / "subset.npz", **{k: np.concatenate([c[k] for c in kept]) for k in names})
+                kept.append({k: v[:rows] for k, v in named.items()})
+    np.savez(
+        folder / "subset.npz", **{k: np.concatenate([c[k] for c in kept]) for k in schema.names}
+    )
     return {
         "seconds": time.perf_counter() - started,
         "bytes": whole.stat().st_size,

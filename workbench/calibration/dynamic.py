@@ -103,9 +103,14 @@ def torque_equations(model: TorqueModel, base: BaseParameters, log: Log) -> Torq
         return np.concatenate([X, tau[:, :, None]], axis=2)
 
     Z, kept = signals.decimate_segments(rows, log.spans(), log.decimation, log.border)
-    t, dq = log.t[kept], log.dq[kept]
-    fit = np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
-    return TorqueEquations(t, Z[:, :, :-1], Z[:, :, -1], fit)
+    return TorqueEquations(log.t[kept], Z[:, :, :-1], Z[:, :, -1], fitted_rows(log, kept))
+
+
+def fitted_rows(log: Log, kept: np.ndarray) -> np.ndarray:
+    """Which joint rows (m, n) of the equations at samples ``kept`` are fitted: all, or those
+    at least as fast as the log's ``min_speed``."""
+    dq = log.dq[kept]
+    return np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
 
 
 def drive_inputs(model: TorqueModel, log: Log) -> DriveInputs:

@@ -1,7 +1,9 @@
 """The dynamic calibration problem of a log in memory: base parameters and drive terms from torques.
 
 Its blocks are rows of the torque equations after decimation
-(:class:`~workbench.calibration.problem.SampleBlocks`); what it reports of a
+(:class:`~workbench.calibration.problem.SampleBlocks`), whose regressor is
+computed block by block and reduced to triangular factors and predictions,
+never held whole (:mod:`workbench.calibration.regressor_blocks`); what it reports of a
 fit (:class:`DynamicOutputs`) is shared with the large-log problem
 (:mod:`workbench.calibration.accumulated_dynamic`), whose equations are
 accumulated triangular factors instead.
@@ -26,7 +28,7 @@ from workbench.calibration.drive_shapes import (
 )
 from workbench.calibration.drives import drive_file_text
 from workbench.calibration.dynamic import (
-    equation_factors,
+    TorqueEquations,
     fit_equations,
     payload_torques,
     torque_equations,
@@ -34,6 +36,7 @@ from workbench.calibration.dynamic import (
 from workbench.calibration.least_squares import fit_factors, merge_factors
 from workbench.calibration.parameter_figures import relative_stds, std_figure
 from workbench.calibration.problem import Options, SampleBlocks
+from workbench.calibration.regressor_blocks import RegressorBlocks, regressor_blocks, shared_columns
 from workbench.calibration.samples import Log
 from workbench.calibration.term_screening import benefit_summary, screen_terms, trial_terms
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
@@ -71,9 +74,14 @@ class TorqueSetup:
     equations: Any
     shapes: ShapeSearch | None = None  # outer searches of Stribeck speeds and sensor delay
 
-    def equations_of(self, fit) -> Any:
-        """The equations with ``fit``'s drive shapes."""
-        return self.equations if self.shapes is None else self.shapes.equations_of(fit.shapes)
+    def errors(self, fit, rows: np.ndarray) -> Array:
+        """Predicted minus measured torques (m, n) at the equation ``rows``, of ``fit`` (None:
+        the nominal values) and with its drive shapes."""
+        beta = self.base.matrix @ self.x0 if fit is None else fit.beta
+        if self.shapes is None:
+            return self.equations.predict(beta, rows) - self.equations.tau[rows]
+        equations = self.equations if fit is None else self.shapes.equations_of(fit.shapes)
+        return equations.X[rows] @ beta - equations.tau[rows]
 
 
 def torque_setup(
@@ -165,6 +173,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         self.labels = chain.joint_names
         self.joint_chain = chain
         self.setups: dict[tuple[str, ...], TorqueSetup] = {}
+        self.all_terms = drives.terms
         full = self.setup(drives.terms)
         self.model, self.base, self.x0, self.equations = (
             full.model, full.base, full.x0, full.equations,
@@ -186,7 +195,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         if terms not in self.setups:
             s = torque_setup(
                 self.joint_chain, self.log, terms, self.options,
-                lambda model, base: torque_equations(model, base, self.log),
+                self._equations,
             )  # fmt: skip
             if has_shapes(s.model.drives):
                 payload = payload_torques(s.model.chain, self.log, slice(0, len(self.log)))
@@ -194,6 +203,21 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
                 s = replace(s, shapes=search)
             self.setups[terms] = s
         return self.setups[terms]
+
+    def _equations(
+        self, model: TorqueModel, base: BaseParameters
+    ) -> RegressorBlocks | TorqueEquations:
+        """The torque equations of ``model``: columns of the full model's (one regressor for
+        every candidate) when it has them all, else their own; whole for a model with drive
+        shapes (their outer searches change columns of the whole regressor)."""
+        if has_shapes(model.drives):
+            return torque_equations(model, base, self.log)
+        full = self.setups.get(self.all_terms)
+        if full is not None and full.shapes is None:
+            columns = shared_columns(full.model, full.base, model, base)
+            if columns is not None:
+                return full.equations.subset(columns)
+        return regressor_blocks(model, base, self.log)
 
     def folds(self, scheme: EndSplit | Folds) -> list[tuple[tuple[int, ...], np.ndarray]]:
         """The held-out rows of each split of ``scheme``; a fold's training blocks are the
@@ -212,35 +236,39 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
     def fit(self, training: tuple[int, ...] | None, candidate: Terms | None = None):
         """Identify the model of ``candidate`` (default: all terms) on the ``training`` blocks
         (None: all samples). By least squares, from the blocks' triangular factors, each
-        computed once per candidate and merged per fold."""
+        computed once per candidate and merged per fold (all samples: the factors of the
+        whole log, block by block of the regressor, :mod:`.regressor_blocks`)."""
         o = self.options
         s = self.setup(candidate.terms) if candidate else self.setups[self.model.drives.terms]
-        if training is not None and o.loss == "linear" and s.shapes is None:
-            factors = [self._factors(s, b) for b in training]
-            R, counts = factors[0]
-            for R_b, counts_b in factors[1:]:
-                R, counts = merge_factors(R, R_b), counts + counts_b
+        if o.loss == "linear" and s.shapes is None:
+            if training is None:
+                R, counts = s.equations.factors()
+            else:
+                factors = [self._factors(s, b) for b in training]
+                R, counts = factors[0]
+                for R_b, counts_b in factors[1:]:
+                    R, counts = merge_factors(R, R_b), counts + counts_b
             return fit_factors(
                 s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=o.physical
             )
         rows = None if training is None else np.concatenate([self.blocks[b] for b in training])
 
-        def fit(model: TorqueModel, equations) -> Any:
+        def fit(model: TorqueModel, equations, rows: np.ndarray | None) -> Any:
             return fit_equations(
                 model, s.base, equations, rows, x0=s.x0, weighted=o.weighted,
                 loss=o.loss, f_scale=o.f_scale or 1.0, physical=o.physical,
             )  # fmt: skip
 
-        if s.shapes is None:
-            return fit(s.model, s.equations)
-        result, shapes = shaped_fit(s.shapes, rows, fit)
+        if s.shapes is None:  # the rows' equations whole, for the re-weighting
+            return fit(s.model, s.equations.equations(rows), None)
+        result, shapes = shaped_fit(s.shapes, rows, lambda model, eq: fit(model, eq, rows))
         return replace(result, shapes=shapes)
 
     def _factors(self, setup: TorqueSetup, block: int) -> tuple[Array, np.ndarray]:
         """Per-joint factors and rows of ``block``'s equations of ``setup``, computed once."""
         key = (setup.model.drives.terms, block)
         if key not in self.factors:
-            self.factors[key] = equation_factors(setup.equations, self.blocks[block])
+            self.factors[key] = setup.equations.factors(self.blocks[block])
         return self.factors[key]
 
     def baseline(self, rows: np.ndarray | None) -> None:
@@ -248,9 +276,8 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         if fit is None:
-            return self.equations.X[rows] @ (self.base.matrix @ self.x0) - self.equations.tau[rows]
-        equations = self.setup(fit.model.drives.terms).equations_of(fit)
-        return equations.X[rows] @ fit.beta - equations.tau[rows]
+            return self.setups[self.all_terms].errors(None, rows)
+        return self.setup(fit.model.drives.terms).errors(fit, rows)
 
     def measured(self, rows: np.ndarray) -> Array:
         return self.equations.tau[rows]

@@ -23,7 +23,8 @@ holds
 * ``residuals.png`` (held-out RMS per channel on a log scale, residual
   histograms; for poses the 3-D distance and the angle per marker) and, for
   torques, ``heldout_torques.png`` (measured, nominal and calibrated torque
-  per joint on the held-out samples);
+  per joint on the held-out samples; every k-th of them when there are more
+  than :data:`PLOTTED_SAMPLES`);
 * ``report.html``: the page to open first, with the summary table, the
   candidates, the warnings and the plots inline
   (:mod:`workbench.viz.report_page`).
@@ -52,6 +53,9 @@ from workbench.calibration.term_screening import benefit_rows
 from workbench.io import atomic_write_text
 from workbench.viz.plots import plot_heldout_torques, plot_residuals
 from workbench.viz.report_page import write_report_page
+
+PLOTTED_SAMPLES = 5_000
+"""At most about this many held-out samples (every k-th) are drawn as torque curves."""
 
 
 def json_ready(value: Any) -> Any:
@@ -173,10 +177,12 @@ def write_report(
     h = report.heldout
     plots = [plot_residuals(directory / "residuals.png", h.before, h.after, h.labels, unit=h.unit)]
     if h.measured is not None:
+        k = slice(None, None, max(1, -(-len(h.t) // PLOTTED_SAMPLES)))
+        measured = h.measured[k]
         plots.append(
             plot_heldout_torques(
-                directory / "heldout_torques.png", h.t, h.measured, h.measured + h.after,
-                h.measured + h.before, h.labels,
+                directory / "heldout_torques.png", h.t[k], measured, measured + h.after[k],
+                measured + h.before[k], h.labels,
                 ylabel="torque [N m]" if h.unit == "N m" else "effort [unit in each title]",
             )
         )  # fmt: skip

@@ -91,29 +91,45 @@ def decimate_blocks(
     rows: Callable[[int, int], Array], samples: int, factor: int, block: int = 200
 ) -> Array:
     """:func:`decimate` of the (samples, ...) array whose raw rows ``[start, stop)`` are
-    ``rows(start, stop)``, computed ``block`` output samples at a time.
+    ``rows(start, stop)``, computed ``block`` output samples at a time; outputs number
+    ``ceil(samples / factor)`` (:func:`decimate_range` of all of them)."""
+    _check_factor(factor)
+    return decimate_range(rows, samples, factor, 0, -(-samples // factor), block)
 
-    Each block evaluates ``rows`` on its outputs' raw samples plus the
-    filter's half length on both sides (``10 factor``), so the result equals
-    the decimation of the whole array; outputs number ``ceil(samples /
-    factor)``.
-    """
+
+def _check_factor(factor: int) -> None:
     if factor < 1:
         raise WorkbenchError(f"decimation factor {factor} must be a positive integer")
+
+
+def decimate_range(
+    rows: Callable[[int, int], Array],
+    samples: int,
+    factor: int,
+    first: int,
+    last: int,
+    block: int = 200,
+) -> Array:
+    """Outputs ``[first, last)`` of :func:`decimate_blocks`, computed ``block`` outputs at a time.
+
+    Each block evaluates ``rows`` on its outputs' raw samples plus the
+    filter's half length on both sides (``10 factor``), so every output
+    equals that of the decimation of the whole array.
+    """
+    _check_factor(factor)
     if factor == 1:
-        return np.asarray(rows(0, samples), dtype=float)
+        return np.asarray(rows(first, last), dtype=float)
     h = fir(factor)
     half = 10 * factor
-    outputs = -(-samples // factor)
     parts = []
-    for first in range(0, outputs, block):
-        last = min(first + block, outputs)
-        start, stop = first * factor - half, (last - 1) * factor + half + 1
+    for begin in range(first, last, block):
+        end = min(begin + block, last)
+        start, stop = begin * factor - half, (end - 1) * factor + half + 1
         inside = np.asarray(rows(max(start, 0), min(stop, samples)), dtype=float)
         window = np.zeros((stop - start, *inside.shape[1:]))
         window[max(-start, 0) : max(-start, 0) + inside.shape[0]] = inside
         full = signal.upfirdn(h, window, down=factor, axis=0)
-        parts.append(full[20 : 20 + last - first])  # output j is centred at 2 half + j factor
+        parts.append(full[20 : 20 + end - begin])  # output j is centred at 2 half + j factor
     return np.concatenate(parts)
 
 
