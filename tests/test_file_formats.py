@@ -394,3 +394,39 @@ def test_a_written_drive_file_is_documented(tmp_path):
     asked = _by_file(records)
     assert list(asked) == [path.resolve()]
     assert not _undocumented(asked[path.resolve()], _key_rows(_section_of(FORMATS[1])))
+
+
+def _subsections() -> dict[str, str]:
+    """Each '## ' section, and each '### ' subsection on its own, by heading."""
+    found = {}
+    for title, text in _doc_sections().items():
+        parts = re.split(r"^### (.+)$", text, flags=re.M)
+        found[title] = parts[0]
+        found |= {f"{title} / {parts[k]}": parts[k + 1] for k in range(1, len(parts), 2)}
+    return found
+
+
+def test_output_files_and_columns_are_spelled_as_the_writers_spell_them():
+    """Every name in a table of files or columns is in the source of a module its section
+    names (``<...>`` parts, chosen at run time, left out)."""
+    checked, wrong = 0, []
+    for title, text in _subsections().items():
+        modules = set(re.findall(r"`(workbench/[\w/]+\.py)`", text))
+        source = "".join((ROOT / m).read_text(encoding="utf-8") for m in modules)
+        in_table, previous = False, ""
+        for line in text.splitlines():
+            if not line.startswith("|"):
+                in_table, previous = False, line
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not previous.startswith("|"):
+                in_table = cells[0].lower() in ("file", "column")
+            elif in_table and not set(cells[0]) <= {"-", ":"}:
+                for name in re.findall(r"`([^`]+)`", line):
+                    pieces = [p for p in re.split(r"<[^>]+>|\.\.\.?", name) if p.strip(" ,.")]
+                    if not modules or any(p not in source for p in pieces):
+                        wrong.append(f"{title}: `{name}` not in {sorted(modules)}")
+                    checked += 1
+            previous = line
+    assert not wrong, "\n".join(wrong)
+    assert checked > 50
