@@ -430,3 +430,52 @@ def test_output_files_and_columns_are_spelled_as_the_writers_spell_them():
             previous = line
     assert not wrong, "\n".join(wrong)
     assert checked > 50
+
+
+def _write_log_table(folder: Path) -> None:
+    """log.csv for the log description's example: t, q1, q2, tau1, tau2, 10 s at 100 Hz."""
+    t = np.arange(1001) * 0.01
+    q = np.column_stack([np.sin(t), 0.5 * np.cos(0.7 * t)])
+    tau = np.column_stack([2.0 * np.cos(t) + 0.3, np.sin(1.3 * t)])
+    table = np.column_stack([t, q, tau])
+    np.savetxt(folder / "log.csv", table, delimiter=",", header="t,q1,q2,tau1,tau2", comments="")
+
+
+def _beside(source: Path, folder: Path) -> None:
+    for path in source.iterdir():
+        if path.suffix != ".toml":
+            (folder / path.name).symlink_to(path)
+
+
+EXAMPLES: dict[str, Callable[[Path], None]] = {  # format -> reading its example at path
+    "Log description": lambda path: (
+        _write_log_table(path.parent),
+        recording.read_description(path, _chain("planar_2r")),
+    ),
+    "Drive file": lambda path: drive_files.read_drive_file(path, 1),
+    "Optimal-control problem file": kinds.read,
+    "Excitation problem file": lambda path: read_problem(path, _chain("staubli_tx40")),
+    "Sweep file": lambda path: (
+        (path.parent / "fivebar_reach.toml").write_bytes(
+            (ROOT / "problems" / "fivebar_reach.toml").read_bytes()
+        ),
+        Sweep.from_toml(path),
+    ),
+    "Closure file": lambda path: (
+        _beside(ROOT / "models" / "planar_fivebar", path.parent),
+        read_closure_file(path),
+    ),
+    "Five-bar design file": FiveBarDesign.from_toml,
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.title)
+def test_the_documented_example_reads_with_documented_keys(fmt, tmp_path):
+    blocks = re.findall(r"```toml\n(.*?)```", _section_of(fmt), flags=re.S)
+    assert len(blocks) == 1, f"docs/file_formats.md '{fmt.title}' needs one TOML example"
+    path = tmp_path / "example.toml"
+    path.write_text(blocks[0], encoding="utf-8")
+    with _recording() as records:
+        EXAMPLES[fmt.title](path)
+    asked = _by_file(records)
+    assert not _undocumented(asked[path.resolve()], _key_rows(_section_of(fmt)))
