@@ -297,11 +297,20 @@ def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, 
     path = Path(path)
     top = Section(read_toml(path, "drive file"), str(path))
     terms = tuple(top.strings("terms"))
+    unknown = [t for t in terms if t not in TERMS]
+    if unknown:
+        raise WorkbenchError(
+            f"{top.where('terms')}: unknown term(s) {', '.join(unknown)}; "
+            f"choose from {', '.join(TERMS)}"
+        )
     transmission = top.array("transmission", None, shape=(n, n))
     stribeck_speed = top.array("stribeck_speed", None, shape=(n,))
     delay = 1e-3 * top.number("delay_ms", 0.0)
     values = top.section("values")
-    drives = Drives(n, terms, transmission, stribeck_speed=stribeck_speed, delay=delay)
+    try:
+        drives = Drives(n, terms, transmission, stribeck_speed=stribeck_speed, delay=delay)
+    except WorkbenchError as exc:
+        raise WorkbenchError(f"{path}: {exc}") from None
     known = set(drives.names)
     result = {}
     for name in list(values.table):
