@@ -12,9 +12,15 @@ For every hand-written TOML format the project reads:
   for: either recorded above, or a string literal the reader modules pass as a
   key, collected from their syntax tree (the first argument of a ``Section``
   getter call, an argument bound to a parameter named ``key`` of a function
-  defined in those modules, or the default value of such a parameter);
-* and every such literal key in the reader modules is documented (so keys of
-  branches no shipped file takes are documented too).
+  defined in those modules, the default value of such a parameter, or the
+  literals of a tuple a loop or comprehension binds to a name passed as a key);
+* every such literal key in the reader modules is documented (so keys of
+  branches no shipped file takes are documented too);
+* each format's one TOML example in the document reads with its reader, asking
+  documented keys only, and files the project writes in these formats (a drive
+  file with every term, ``payload.toml``) read back the same way;
+* every file and column name in the document's tables of outputs is spelled
+  as in the source of a module its section names.
 
 Key cells are written as the readers' messages name them: ```[table] key```,
 ```[[array]] key``` for arrays of tables, ```key``` at the top level;
@@ -479,3 +485,23 @@ def test_the_documented_example_reads_with_documented_keys(fmt, tmp_path):
         EXAMPLES[fmt.title](path)
     asked = _by_file(records)
     assert not _undocumented(asked[path.resolve()], _key_rows(_section_of(fmt)))
+
+
+def test_a_written_payload_table_reads_as_documented(tmp_path):
+    """payload.toml (workbench payload identify) appended to the documented log description
+    reads back with documented keys, as the known payload of the description."""
+    from workbench import inertia
+    from workbench.calibration.payload import payload_table
+
+    fmt = FORMATS[0]
+    (example,) = re.findall(r"```toml\n(.*?)```", _section_of(fmt), flags=re.S)
+    phi = inertia.phi_from_com(0.8, np.array([0.01, 0.02, 0.05]), np.diag([2e-3, 3e-3, 1e-3]))
+    path = tmp_path / "with_payload.toml"
+    path.write_text(example + "\n" + payload_table(phi, "link_2"), encoding="utf-8")
+    _write_log_table(tmp_path)
+    with _recording() as records:
+        log = recording.read_description(path, _chain("planar_2r"))
+    assert not _undocumented(_by_file(records)[path.resolve()], _key_rows(_section_of(fmt)))
+    link, read_phi = log.payload
+    assert link == 1
+    np.testing.assert_allclose(read_phi, phi, rtol=1e-12, atol=1e-15)
