@@ -10,7 +10,11 @@ from workbench.errors import WorkbenchError
 @pytest.mark.parametrize(
     "n, text, message",
     [
-        (2, 'terms = ["frction"]\n[values]\n', r": terms: unknown term\(s\) frction; choose"),
+        (
+            2,
+            'terms = ["frction"]\n[values]\n',
+            r": terms: unknown 'frction'; choose from 'friction'",
+        ),
         (
             3,
             'terms = ["coupled_motors"]\ntransmission = [[1, 0, 0], [0, 1, 0], [1, 1, 0]]\n',

@@ -296,13 +296,7 @@ def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, 
     """The terms, transmission and parameter values of a drive file (:func:`drive_file_text`)."""
     path = Path(path)
     top = Section(read_toml(path, "drive file"), str(path))
-    terms = tuple(top.strings("terms"))
-    unknown = [t for t in terms if t not in TERMS]
-    if unknown:
-        raise WorkbenchError(
-            f"{top.where('terms')}: unknown term(s) {', '.join(unknown)}; "
-            f"choose from {', '.join(TERMS)}"
-        )
+    terms = tuple(top.strings("terms", choices=TERMS))
     transmission = top.array("transmission", None, shape=(n, n))
     stribeck_speed = top.array("stribeck_speed", None, shape=(n,))
     delay = 1e-3 * top.number("delay_ms", 0.0)
