@@ -175,8 +175,15 @@ class Section:
             )
         return value
 
-    def strings(self, key: str, default: Any = _MISSING, *, length: int | None = None) -> list:
-        """A list of strings, optionally of a given length."""
+    def strings(
+        self,
+        key: str,
+        default: Any = _MISSING,
+        *,
+        length: int | None = None,
+        choices: Iterable[str] | None = None,
+    ) -> list:
+        """A list of strings, optionally of a given length, each optionally one of ``choices``."""
         if self._absent(key, default):
             return default
         value = self.table[key]
@@ -184,6 +191,14 @@ class Section:
             raise WorkbenchError(f"{self.where(key)} = {value!r} must be a list of strings")
         if length is not None and len(value) != length:
             raise WorkbenchError(f"{self.where(key)} has {len(value)} entries; expected {length}")
+        if choices is not None:
+            choices = tuple(choices)
+            unknown = [v for v in value if v not in choices]
+            if unknown:
+                raise WorkbenchError(
+                    f"{self.where(key)}: unknown {', '.join(map(repr, unknown))}; choose from "
+                    f"{', '.join(map(repr, choices))}"
+                )
         return value
 
     def array(

@@ -38,7 +38,7 @@ import numpy as np
 
 from workbench import inertia, lie
 from workbench.chain import Chain, Frame
-from workbench.config import read_toml
+from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write
 from workbench.lie import Array
@@ -98,18 +98,24 @@ class FiveBarDesign:
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> FiveBarDesign:
-        """Read a design file; angles in the file are in degrees (keys ending in ``_deg``)."""
+        """Read a design file: tables of parameters (any table names); angles are in degrees
+        (keys ending in ``_deg``), ``arc_segments`` an integer, every other value a number."""
         path = Path(path)
-        raw = read_toml(path, "five-bar design file")
+        top = Section(read_toml(path, "five-bar design file"), str(path))
         values = {}
-        for section in raw.values():
-            if not isinstance(section, dict):
-                raise WorkbenchError(f"{path}: expected [sections] of key = value pairs")
-            for key, value in section.items():
-                name = key[: -len("_deg")] if key.endswith("_deg") else key
-                if name not in cls.__dataclass_fields__:
-                    raise WorkbenchError(f"{path}: unknown design parameter '{key}'")
-                values[name] = float(np.deg2rad(value)) if key.endswith("_deg") else value
+        for name in list(top.table):
+            section = top.section(name)
+            for key in list(section.table):
+                field_name = key[: -len("_deg")] if key.endswith("_deg") else key
+                if field_name not in cls.__dataclass_fields__:
+                    raise WorkbenchError(f"{section.where(key)}: unknown design parameter")
+                if field_name == "arc_segments":
+                    values[field_name] = section.integer(key, minimum=1)
+                else:
+                    value = section.number(key)
+                    values[field_name] = float(np.deg2rad(value)) if key.endswith("_deg") else value
+            section.done()
+        top.done()
         design = cls(**values)
         design.axes()  # validates the arc angles
         return design

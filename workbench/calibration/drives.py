@@ -296,12 +296,15 @@ def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, 
     """The terms, transmission and parameter values of a drive file (:func:`drive_file_text`)."""
     path = Path(path)
     top = Section(read_toml(path, "drive file"), str(path))
-    terms = tuple(top.strings("terms"))
+    terms = tuple(top.strings("terms", choices=TERMS))
     transmission = top.array("transmission", None, shape=(n, n))
     stribeck_speed = top.array("stribeck_speed", None, shape=(n,))
     delay = 1e-3 * top.number("delay_ms", 0.0)
     values = top.section("values")
-    drives = Drives(n, terms, transmission, stribeck_speed=stribeck_speed, delay=delay)
+    try:
+        drives = Drives(n, terms, transmission, stribeck_speed=stribeck_speed, delay=delay)
+    except WorkbenchError as exc:
+        raise WorkbenchError(f"{path}: {exc}") from None
     known = set(drives.names)
     result = {}
     for name in list(values.table):

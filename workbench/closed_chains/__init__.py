@@ -78,17 +78,25 @@ def read(path: str | os.PathLike) -> ClosedChain:
     path = Path(path)
     top = Section(read_toml(path, "closure file"), str(path))
     urdf = path.parent / top.string("urdf")
-    tree = load_urdf(urdf, tool_frame=top.string("tool", None))
+    tool = top.string("tool", None)
+    try:
+        tree = load_urdf(urdf, tool_frame=tool)
+    except WorkbenchError as exc:  # a missing URDF or tool frame: say which closure file
+        raise WorkbenchError(f"{path}: {exc}") from None
     actuated = tuple(top.strings("actuated"))
+    for joint in actuated:
+        _named(tree.joint_index, joint, top.where("actuated"))
     task = top.string("task", "position", choices=TASKS)
     home_table = top.section("home")
     home = np.zeros(tree.n)
     for joint in list(home_table.table):
-        home[tree.joint_index(joint)] = home_table.number(joint)
+        home[_named(tree.joint_index, joint, home_table.where(joint))] = home_table.number(joint)
     home_table.done()
     closures = []
     for section in top.sections("closure"):
         frames = section.strings("frames", length=2)
+        for frame in frames:
+            _named(tree.parent_of, frame, section.where("frames"))
         closures.append(
             Closure(
                 section.string("name", f"closure_{len(closures) + 1}"),
@@ -103,3 +111,11 @@ def read(path: str | os.PathLike) -> ClosedChain:
     model = ClosedChain(tree, tuple(closures), actuated, home, task, tree.name, urdf, path)
     check_assembly(model)
     return model
+
+
+def _named(lookup, name: str, where: str):
+    """``lookup(name)`` (a joint's index, a frame's parent), its error naming ``where``."""
+    try:
+        return lookup(name)
+    except WorkbenchError as exc:
+        raise WorkbenchError(f"{where}: {exc}") from None

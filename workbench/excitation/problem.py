@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.calibration.kind_names import TERMS
 from workbench.chain import Chain
 from workbench.config import Section, check_memory, read_toml
 from workbench.errors import WorkbenchError
@@ -193,7 +194,7 @@ def read_problem(
     s = top.section("model")
     noise = per_joint(s, "noise", None, positive=True)
     model = ModelSettings(
-        terms=tuple(s.strings("terms", ["friction"])),
+        terms=tuple(s.strings("terms", ["friction"], choices=TERMS)),
         friction_speed=s.number("friction_speed", 0.05, positive=True),
         noise=None if noise is None else np.broadcast_to(noise, (n,)).astype(float),
         inertial=s.boolean("inertial", False),

@@ -89,6 +89,7 @@ class ReachProblem:
     @classmethod
     def from_dict(cls, raw: dict, source: str, base: Path) -> ReachProblem:
         top = Section(raw, source)
+        top.string("kind", cls.kind, choices=(cls.kind,))  # workbench.ocp.kinds dispatches on it
         task = top.section("task", required=True)
         transcription = top.section("transcription")
         solver = top.section("solver")
