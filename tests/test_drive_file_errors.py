@@ -32,3 +32,18 @@ def test_drive_file_errors_name_the_file(tmp_path, n, text, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(WorkbenchError, match=f"^{path}{message}"):
         read_drive_file(path, n)
+
+
+def test_a_singular_transmission_is_refused_naming_it():
+    """A motor-from-joint matrix that does not turn every joint (rank below n: here both motors
+    follow joint 1 and none joint 2) is refused; an invertible coupled one is kept."""
+    import numpy as np
+
+    from workbench.calibration.drives import Drives
+
+    with pytest.raises(
+        WorkbenchError, match=r"transmission matrix \[\[1., 0.\],\s*\[1., 0.\]\] is not invertible"
+    ):
+        Drives(2, ("friction", "coupled_motors"), np.array([[1.0, 0.0], [1.0, 0.0]]))
+    kept = Drives(2, ("friction", "coupled_motors"), np.array([[1.0, 0.0], [1.0, 1.0]]))
+    assert kept.transmission[1, 0] == 1.0

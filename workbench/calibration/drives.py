@@ -152,6 +152,11 @@ class Drives:
                         f"{k + 1}] is 0: motor {k + 1} must turn with joint {k + 1} (number the "
                         "motors after the joints they drive)"
                     )
+            if not np.all(np.isfinite(R)) or np.linalg.matrix_rank(R) < self.n:
+                raise WorkbenchError(
+                    f"transmission matrix {np.array2string(R, separator=', ')} is not invertible: "
+                    "every joint must be turned by the motors (q_motor = R q)"
+                )
         if "stribeck" in self.terms:
             vs = np.ones(self.n) if self.stribeck_speed is None else self.stribeck_speed
             vs = np.asarray(vs, dtype=float)
