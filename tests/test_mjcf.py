@@ -310,3 +310,27 @@ def test_fivebar_reach_simulates_in_mujoco_as_in_the_project():
     ours, columns = mujoco_simulation(model, closed, t, tau, q[0], dq[0])
     error = np.abs(ours - project[:, columns]).max()
     assert error < 2e-5, error
+
+
+def test_export_of_terms_mujoco_cannot_hold_warns_and_writes(tmp_path, capsys):
+    """A drive file with Stribeck friction and a negative viscous friction (an identified value
+    the Stribeck term compensates): MuJoCo has no Stribeck term and no negative damping, so the
+    export says both and writes damping 0 for that joint, the others as in the file."""
+    source = tmp_path / "results"
+    source.mkdir()
+    shutil.copy(ROOT / "models" / "planar_2r" / "planar_2r.urdf", source / "calibrated.urdf")
+    (source / "calibrated.drives.toml").write_text(
+        'terms = ["friction", "stribeck"]\nstribeck_speed = [0.5, 0.8]\n\n[values]\n'
+        "fv1 = 0.3\nfs1 = 0.2\nfst1 = 0.1\nfv2 = -0.05\nfs2 = 0.4\nfst2 = -0.2\n"
+    )
+    out = tmp_path / "p2r.xml"
+    assert main(["export", str(source), "--mjcf", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "the drive terms stribeck have no MuJoCo counterpart" in err
+    assert "damping of joint 'joint_2' is -0.05" in err
+    model = mujoco.MjModel.from_xml_path(str(out))
+    damping = [model.dof_damping[model.joint(j).dofadr[0]] for j in ("joint_1", "joint_2")]
+    frictionloss = [
+        model.dof_frictionloss[model.joint(j).dofadr[0]] for j in ("joint_1", "joint_2")
+    ]
+    assert damping == [0.3, 0.0] and frictionloss == [0.2, 0.4]

@@ -120,8 +120,8 @@ def _per_joint(chain: Chain, values: ArrayLike | None, what: str) -> Array:
     if bad.size:
         j = int(bad[0])
         raise WorkbenchError(
-            f"{what} of joint '{chain.joint_names[j]}' is {out[j]!r}; MuJoCo needs a finite value "
-            ">= 0"
+            f"{what} of joint '{chain.joint_names[j]}' is {float(out[j])!r}; MuJoCo needs a "
+            "finite value >= 0"
         )
     return out
 

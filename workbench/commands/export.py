@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     from workbench import closed_chains, models
     from workbench.calibration.drives import read_drive_file, sidecar_path, simulator_terms
+    from workbench.calibration.kind_names import FURTHER_TERMS
     from workbench.closed_chains import mjcf as closed_mjcf
     from workbench.errors import WorkbenchError
     from workbench.io import check_output_file
@@ -102,6 +103,14 @@ def run(args: argparse.Namespace) -> int:
         driven = closed.active if closed is not None else np.arange(chain.n)
         drives, values = read_drive_file(drive_file, len(driven))
         own = simulator_terms(drives, values)
+        unwritten = [t for t in drives.terms if t in FURTHER_TERMS]
+        if unwritten:
+            print(
+                f"workbench export: warning: {drive_file}: the drive terms {', '.join(unwritten)} "
+                "have no MuJoCo counterpart and are not written (MuJoCo has armature, damping "
+                "and frictionloss)",
+                file=sys.stderr,
+            )
 
         def on_tree(x) -> np.ndarray:
             out = np.zeros(chain.n)
@@ -117,12 +126,11 @@ def run(args: argparse.Namespace) -> int:
         damping += on_tree(own["damping"])
         frictionloss += on_tree(own["frictionloss"])
         couplings = [replace(c, coefficients=on_tree(c.coefficients)) for c in own["couplings"]]
-    terms = {
-        "armature": armature,
-        "damping": damping,
-        "frictionloss": frictionloss,
-        "couplings": couplings,
-    }
+    terms = _nonnegative(
+        chain.joint_names,
+        {"armature": armature, "damping": damping, "frictionloss": frictionloss},
+        couplings,
+    )
 
     directory = Path(args.mjcf).resolve().parent
     meshes = {}
@@ -154,6 +162,41 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {' and '.join(written)} ({chain.n} joints, {sum(map(len, meshes.values()))} "
           f"meshes{', closed chain' if closed is not None else ''})")  # fmt: skip
     return 0
+
+
+def _nonnegative(joints, per_joint: dict, couplings: list) -> dict:
+    """The joint and tendon terms for MuJoCo, which holds none below zero: a negative
+    identified value (e.g. a viscous friction that other terms compensate) is written as 0,
+    with a warning naming it."""
+    import sys
+    from dataclasses import replace
+
+    import numpy as np
+
+    def clipped(value: float, what: str) -> float:
+        if value < 0:
+            print(
+                f"workbench export: warning: {what} is {value:.6g}; MuJoCo holds no negative "
+                "value, written as 0",
+                file=sys.stderr,
+            )
+            return 0.0
+        return value
+
+    terms = {
+        name: np.array(
+            [clipped(float(v), f"{name} of joint '{j}'") for j, v in zip(joints, x, strict=True)]
+        )
+        for name, x in per_joint.items()
+    }
+    terms["couplings"] = [
+        replace(c, **{
+            name: clipped(float(getattr(c, name)), f"{name} of coupling '{c.name}'")
+            for name in ("armature", "damping", "frictionloss")
+        })
+        for c in couplings
+    ]  # fmt: skip
+    return terms
 
 
 def _same(a, b) -> bool:
