@@ -33,6 +33,7 @@ from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import torque_regressor
 from workbench.dynamics.time_derivatives import time_derivatives
 from workbench.mesh import mass_properties
+from workbench.ocp import sx_compiler
 from workbench.ocp.model_functions import model_callbacks
 
 
@@ -63,6 +64,7 @@ def warm_up(closed_chains: bool = True) -> None:
         # the default reach's exact second derivatives, compiled to C (workbench.ocp.sx_compiler)
         fivebar = load("fivebar")
         model_callbacks(fivebar, 2, independent_rows(fivebar, fivebar.home))
+        sx_compiler.wait()
 
 
 def tiny_chain() -> Chain:

@@ -4,10 +4,18 @@ CasADi's virtual machine evaluates a large SX expression about 15 times
 slower than the same expression compiled (66k instructions per knot for
 the spherical five-bar's torque Hessian: 18 ms against 1.2 ms for 100
 knots). :func:`compiled` generates the C code of a function, compiles it
-with the system C compiler into ``CACHE / <name>-<hash of the code>.so``
-(once: about 20 s for that Hessian; every later run loads it in
+with the system C compiler into ``CACHE / <name>-<hash>.so`` (once: about
+10 s of the compiler per function for that Hessian; every later run loads it in
 milliseconds) and returns the loaded function. Without a C compiler, or if
 compiling fails, the function itself is returned (the same values, slower).
+The hash is that of CasADi's serialization of the function (the exact
+expression, about 3x cheaper than generating its C code, which is done only
+on a cache miss), the CasADi version and the compiler flags.
+
+:func:`compile_soon` does the same in a background thread and returns a
+future: the compiler runs as its own process, so the caller's own work (the
+numba compilation of the kernels, on a first run) proceeds meanwhile;
+:func:`wait` waits for every compilation started in this process.
 
 The cache directory is ``$WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME/workbench``,
 else ``~/.cache/workbench``; files are written atomically.
@@ -22,6 +30,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from pathlib import Path
 
 import casadi as ca
@@ -42,15 +52,47 @@ def cache_directory() -> Path:
 
 def compiled(function: ca.Function) -> ca.Function:
     """``function`` compiled to C and loaded from the cache, or itself without a compiler."""
+    return compile_soon(function).result()
+
+
+def compile_soon(function: ca.Function) -> Future:
+    """A future of :func:`compiled` ``(function)``: done at once when the cache has the
+    library (or there is no compiler), else compiled in a background thread."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
+    done: Future = Future()
     if compiler is None:
-        return function
+        done.set_result(function)
+        return done
+    key = f"{function.serialize()} casadi {ca.__version__} {' '.join(FLAGS)}"
+    library = (
+        cache_directory() / f"{function.name()}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
+    )
+    if library.is_file():
+        done.set_result(ca.external(function.name(), str(library)))
+        return done
+    future = _compiler_threads().submit(_compile_and_load, compiler, function, library)
+    _PENDING.append(future)
+    return future
+
+
+def wait() -> None:
+    """Wait for every compilation :func:`compile_soon` started in this process."""
+    wait_all(list(_PENDING))
+    _PENDING[:] = [future for future in _PENDING if not future.done()]
+
+
+_PENDING: list[Future] = []
+
+
+@functools.cache
+def _compiler_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="workbench-cc")
+
+
+def _compile_and_load(compiler: str, function: ca.Function, library: Path) -> ca.Function:
     generator = ca.CodeGenerator(function.name(), {"with_header": False})
     generator.add(function)
-    code = generator.dump()
-    digest = hashlib.sha256((code + " ".join(FLAGS)).encode()).hexdigest()[:16]
-    library = cache_directory() / f"{function.name()}-{digest}.so"
-    if not library.is_file() and not _compile(compiler, code, library):
+    if not _compile(compiler, generator.dump(), library):
         return function
     return ca.external(function.name(), str(library))
 
