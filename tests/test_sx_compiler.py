@@ -43,10 +43,10 @@ def test_without_a_compiler_the_function_itself_is_used(tmp_path, monkeypatch):
 def test_compile_soon_compiles_in_the_background_until_waited_for(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     function = _function()
-    future = compile_soon(function)
+    compilation = compile_soon(function)
     wait()
-    assert future.done()
-    fast = future.result()
+    assert compilation.done()
+    fast = compilation.result()
     assert fast.class_name() == "External"
     assert len(list(tmp_path.glob("tiny-*.so"))) == 1
     X, lam = np.linspace(-1.0, 1.0, 3), np.array([0.5, -2.0])
@@ -57,3 +57,13 @@ def test_compile_soon_compiles_in_the_background_until_waited_for(tmp_path, monk
     other = ca.Function("tiny", [ca.SX.sym("x", 3), ca.SX.sym("lam", 2)], [ca.SX(1.0), ca.SX(2.0)])
     compile_soon(other).result()  # another expression under the same name: its own library
     assert len(list(tmp_path.glob("tiny-*.so"))) == 2
+
+
+def test_a_failing_compiler_leaves_the_function_itself_and_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "false")  # found on the PATH, fails on every input
+    function = _function()
+    compilation = compile_soon(function)
+    wait()
+    assert compilation.result() is function
+    assert not list(tmp_path.iterdir())

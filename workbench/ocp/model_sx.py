@@ -26,7 +26,6 @@ Units: SI, radians; x as in the callbacks (joint values, rates, accelerations).
 from __future__ import annotations
 
 import functools
-from concurrent.futures import Future
 
 import casadi as ca
 import numpy as np
@@ -35,7 +34,7 @@ from workbench.closed_chains.model import ClosedChain
 from workbench.excitation.twist_sx import _exp_joint, torque_expression
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
-from workbench.ocp.sx_compiler import compile_soon
+from workbench.ocp.sx_compiler import Compilation, compile_soon
 
 
 def link_poses(chain, q) -> list[tuple]:
@@ -145,7 +144,7 @@ def knot_functions(
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(model: ClosedChain, rows: tuple[int, ...], name: str, design: bool) -> Future:
+def _compiled(model: ClosedChain, rows: tuple[int, ...], name: str, design: bool) -> Compilation:
     return compile_soon(knot_functions(model, rows, design)[name])
 
 

@@ -12,10 +12,10 @@ The hash is that of CasADi's serialization of the function (the exact
 expression, about 3x cheaper than generating its C code, which is done only
 on a cache miss), the CasADi version and the compiler flags.
 
-:func:`compile_soon` does the same in a background thread and returns a
-future: the compiler runs as its own process, so the caller's own work (the
-numba compilation of the kernels, on a first run) proceeds meanwhile;
-:func:`wait` waits for every compilation started in this process.
+:func:`compile_soon` runs the compiler (its own process) from a background
+thread, so that the caller's own work (the numba compilation of the kernels,
+on a first run) proceeds meanwhile, and returns a :class:`Compilation`;
+:func:`wait` waits for every compiler started in this process.
 
 The cache directory is ``$WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME/workbench``,
 else ``~/.cache/workbench``; files are written atomically.
@@ -55,30 +55,56 @@ def compiled(function: ca.Function) -> ca.Function:
     return compile_soon(function).result()
 
 
-def compile_soon(function: ca.Function) -> Future:
-    """A future of :func:`compiled` ``(function)``: done at once when the cache has the
-    library (or there is no compiler), else compiled in a background thread."""
+class Compilation:
+    """A function compiled to C, perhaps still compiling: :meth:`result` waits for the
+    compiler and loads the library (in the calling thread: CasADi itself is never
+    used from the compiler's thread)."""
+
+    def __init__(self, function: ca.Function, library: Path | None, job: Future | None = None):
+        self._function, self._library, self._job = function, library, job
+        self._loaded: ca.Function | None = None
+
+    def done(self) -> bool:
+        """Whether :meth:`result` returns without waiting for the compiler."""
+        return self._job is None or self._job.done()
+
+    def result(self) -> ca.Function:
+        """The loaded library, or the function itself when there is none."""
+        if self._loaded is None:
+            built = self._library is not None and (self._job is None or self._job.result())
+            self._loaded = (
+                ca.external(self._function.name(), str(self._library)) if built else self._function
+            )
+        return self._loaded
+
+
+def compile_soon(function: ca.Function) -> Compilation:
+    """:func:`compiled` with the compiler run in a background thread: loaded at once when
+    the cache has the library (or there is no compiler), else compiling until
+    :meth:`Compilation.result` or :func:`wait`."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
-    done: Future = Future()
     if compiler is None:
-        done.set_result(function)
-        return done
+        return Compilation(function, None)
     key = f"{function.serialize()} casadi {ca.__version__} {' '.join(FLAGS)}"
-    library = (
-        cache_directory() / f"{function.name()}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
-    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    library = cache_directory() / f"{function.name()}-{digest}.so"
     if library.is_file():
-        done.set_result(ca.external(function.name(), str(library)))
-        return done
-    future = _compiler_threads().submit(_compile_and_load, compiler, function, library)
-    _PENDING.append(future)
-    return future
+        compilation = Compilation(function, library)
+        compilation.result()
+        return compilation
+    generator = ca.CodeGenerator(function.name(), {"with_header": False})
+    generator.add(function)
+    code = generator.dump()
+    _announce()
+    job = _compiler_threads().submit(_compile, compiler, code, library)
+    _PENDING.append(job)
+    return Compilation(function, library, job)
 
 
 def wait() -> None:
-    """Wait for every compilation :func:`compile_soon` started in this process."""
+    """Wait for every compiler :func:`compile_soon` started in this process."""
     wait_all(list(_PENDING))
-    _PENDING[:] = [future for future in _PENDING if not future.done()]
+    _PENDING[:] = [job for job in _PENDING if not job.done()]
 
 
 _PENDING: list[Future] = []
@@ -89,19 +115,10 @@ def _compiler_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=4, thread_name_prefix="workbench-cc")
 
 
-def _compile_and_load(compiler: str, function: ca.Function, library: Path) -> ca.Function:
-    generator = ca.CodeGenerator(function.name(), {"with_header": False})
-    generator.add(function)
-    if not _compile(compiler, generator.dump(), library):
-        return function
-    return ca.external(function.name(), str(library))
-
-
 def _compile(compiler: str, code: str, library: Path) -> bool:
     """Compile C ``code`` into ``library`` (atomically); False if that fails."""
     try:
         library.parent.mkdir(parents=True, exist_ok=True)
-        _announce()
         with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
             source, output = Path(scratch) / "function.c", Path(scratch) / "function.so"
             source.write_text(code)
