@@ -295,15 +295,14 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
     N = len(qa)
     start = model.home if guess is None else guess
     q, _ = _configurations(model, np.broadcast_to(start, (N, model.n)), "guess")
-    # guess -> closure
-    ok, q, closures = _newton(model, q.copy(), np.ones(N, dtype=bool), iterations=30)
+    ok, q = _newton(model, q.copy(), np.ones(N, dtype=bool), iterations=30)  # guess -> closure
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise WorkbenchError(
             f"{model.name}: the starting configuration of sample {i} is not near a closed "
             "configuration (Newton's method on the passive joints does not converge there)"
         )
-    K_p = closures.jacobian()[:, :, model.passive]
+    K_p = Closures(model, q).jacobian()[:, :, model.passive]
     basis = np.linalg.svd(K_p, full_matrices=False)[0]  # range of K_p at the guess
     mode = _mode(basis, K_p)
     begin = q[:, model.active].copy()
@@ -354,8 +353,8 @@ def _corrected_step(
     move = target - q[:, model.active]
     predicted = q + (solver.velocity_map() @ move[..., None])[..., 0]
     predicted[:, model.active] = target
-    ok, x, closures = _newton(model, predicted.copy(), ~solver.singular)
-    ok &= _mode(basis, closures.jacobian()[:, :, model.passive]) == mode
+    ok, x = _newton(model, predicted.copy(), ~solver.singular)
+    ok &= _mode(basis, Closures(model, x).jacobian()[:, :, model.passive]) == mode
     moved = np.abs(predicted - q).max(axis=1)
     ok &= np.abs(x - predicted).max(axis=1) <= CORRECTION * moved + 1e-12
     return ok, x
@@ -363,9 +362,8 @@ def _corrected_step(
 
 def _newton(
     model: ClosedChain, x: Array, ok: np.ndarray, iterations: int = 8
-) -> tuple[np.ndarray, Array, Closures]:
-    """Newton's method on the passive joints of the samples still ``ok``: (converged, x,
-    the closures at x)."""
+) -> tuple[np.ndarray, Array]:
+    """Newton's method on the passive joints of the samples still ``ok``: (converged, x)."""
     for _ in range(iterations):
         closures = Closures(model, x)
         r = closures.residual()
@@ -375,11 +373,8 @@ def _newton(
         newton = PassiveSolver(model, closures.jacobian(), strict=False)
         ok &= ~newton.singular
         x[:, model.passive] -= newton.solve(r[..., None])[..., 0] * (~converged)[:, None]
-    else:  # x moved after the last closures
-        closures = Closures(model, x)
-        r = closures.residual()
-    residual_norm = np.abs(r).max(axis=1)
-    return ok & np.isfinite(residual_norm) & (residual_norm < 1e3 * TOLERANCE), x, closures
+    residual_norm = np.abs(Closures(model, x).residual()).max(axis=1)
+    return ok & np.isfinite(residual_norm) & (residual_norm < 1e3 * TOLERANCE), x
 
 
 def _check_branch(model: ClosedChain, q: Array) -> None:
