@@ -158,3 +158,31 @@ def test_a_reach_solve_compiles_nothing_after_its_model_functions_loaded(tmp_pat
     status, solves, new, *names = out
     assert (status, solves) == ("solved", "1")
     assert int(new) == 0, names
+
+
+def test_read_only_inputs_do_not_compile_the_closure_kernels_again():
+    """Read-only joint values and directions (CasADi's buffers, ``np.broadcast_to``) reach the
+    closure kernels as the same numba type as writeable ones: one signature per kernel."""
+    out = _run(
+        """
+        import numpy as np
+        from workbench.closed_chains import load
+        from workbench.closed_chains import loop_kernels
+        from workbench.closed_chains.kinematics import Closures, joint_directions, vectors
+
+        model = load("fivebar")
+        for writeable in (True, False):
+            q = np.repeat(model.home[None], 3, axis=0)
+            q.flags.writeable = writeable
+            closures = Closures(model, q)
+            closures.jacobian()
+            closures.second(vectors(q), vectors(q))
+            closures.third(vectors(q), joint_directions(3, model.n))
+        kernels = (
+            loop_kernels._pose_kernel, loop_kernels._first_kernel,
+            loop_kernels._second_kernel, loop_kernels._third_kernel,
+        )
+        print(*[len(kernel.signatures) for kernel in kernels])
+        """
+    )
+    assert out == ["1", "1", "1", "1"]

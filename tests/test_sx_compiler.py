@@ -5,7 +5,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from workbench.ocp.sx_compiler import compiled
+from workbench.ocp.sx_compiler import compile_soon, compiled, wait
 
 
 def _function() -> ca.Function:
@@ -37,4 +37,33 @@ def test_without_a_compiler_the_function_itself_is_used(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     function = _function()
     assert compiled(function) is function
+    assert not list(tmp_path.iterdir())
+
+
+def test_compile_soon_compiles_in_the_background_until_waited_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    function = _function()
+    compilation = compile_soon(function)
+    wait()
+    assert compilation.done()
+    fast = compilation.result()
+    assert fast.class_name() == "External"
+    assert len(list(tmp_path.glob("tiny-*.so"))) == 1
+    X, lam = np.linspace(-1.0, 1.0, 3), np.array([0.5, -2.0])
+    for a, b in zip(fast(X, lam), function(X, lam), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-14, atol=1e-14)
+    cached = compile_soon(function)  # in the cache: loaded at once
+    assert cached.done() and cached.result().class_name() == "External"
+    other = ca.Function("tiny", [ca.SX.sym("x", 3), ca.SX.sym("lam", 2)], [ca.SX(1.0), ca.SX(2.0)])
+    compile_soon(other).result()  # another expression under the same name: its own library
+    assert len(list(tmp_path.glob("tiny-*.so"))) == 2
+
+
+def test_a_failing_compiler_leaves_the_function_itself_and_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "false")  # found on the PATH, fails on every input
+    function = _function()
+    compilation = compile_soon(function)
+    wait()
+    assert compilation.result() is function
     assert not list(tmp_path.iterdir())

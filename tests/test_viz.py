@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import importlib.util
 import re
 import shutil
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -214,3 +216,23 @@ def test_other_models_by_name(tmp_path):
     shown = playback.load_playback(path, "planar_2r")
     assert shown.q.shape == (4, 2)
     assert shown.robot.tool_positions(shown.q).shape == (4, 3)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("viser") is not None,
+    reason="with viser installed pinocchio's viser viewer needs trimesh",
+)
+def test_the_meshcat_viewer_is_imported_without_trimesh_which_stays_importable():
+    code = (
+        "import sys\n"
+        "from workbench.viz.scene import _meshcat_visualizer\n"
+        "viewer = _meshcat_visualizer()\n"
+        "print(viewer.__name__, 'trimesh' in sys.modules)\n"
+        "import trimesh\n"
+        "print(trimesh.Trimesh.__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert done.stdout.split() == ["MeshcatVisualizer", "False", "Trimesh"]

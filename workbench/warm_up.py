@@ -33,11 +33,17 @@ from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import torque_regressor
 from workbench.dynamics.time_derivatives import time_derivatives
 from workbench.mesh import mass_properties
+from workbench.ocp import sx_compiler
 from workbench.ocp.model_functions import model_callbacks
 
 
 def warm_up(closed_chains: bool = True) -> None:
     """Run every compiled kernel once on a tiny model (module docstring)."""
+    if closed_chains:
+        # the default reach's exact second derivatives, compiled to C (workbench.ocp.sx_compiler)
+        # by a C compiler in the background while numba compiles the kernels below
+        fivebar = load("fivebar")
+        model_callbacks(fivebar, 2, independent_rows(fivebar, fivebar.home))
     chain = tiny_chain()
     q = np.zeros((1, chain.n))
     f_tool = np.zeros((1, 6))
@@ -60,9 +66,7 @@ def warm_up(closed_chains: bool = True) -> None:
         home = model.home[None]
         accelerations(model, home, 0 * home, np.zeros((1, len(model.active))))
         closed_chain_derivatives(model, home, 0 * home, 0 * home)
-        # the default reach's exact second derivatives, compiled to C (workbench.ocp.sx_compiler)
-        fivebar = load("fivebar")
-        model_callbacks(fivebar, 2, independent_rows(fivebar, fivebar.home))
+    sx_compiler.wait()
 
 
 def tiny_chain() -> Chain:

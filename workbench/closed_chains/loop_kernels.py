@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.dynamics.inverse_dynamics import kernel_array
 from workbench.runtime import jit, leaf, run_batched
 
 KINDS = {"point": 0, "rotation": 1, "weld": 2, "revolute": 3, "planar": 4}
@@ -227,13 +228,9 @@ def _third_kernel(kind, T, factor, index, X, A, W, out, start, stop):
             _residual(kind, Y, out[s, d])
 
 
-def _prepare(B):
-    return np.ascontiguousarray(B, dtype=float)
-
-
 def first(kind: str, T, factor, index, X, B, rows: int) -> np.ndarray:
     """``c'[b]`` (N, D, rows) for coefficient directions B (N, D, width)."""
-    B = _prepare(B)
+    B = kernel_array(B)
     out = np.zeros((*B.shape[:2], rows))
     run_batched(_first_kernel, len(B), KINDS[kind], T, factor, index, X, B, out)
     return out
@@ -241,7 +238,7 @@ def first(kind: str, T, factor, index, X, B, rows: int) -> np.ndarray:
 
 def second(kind: str, T, factor, index, X, A, B, rows: int) -> np.ndarray:
     """``c''[a, b]`` (N, D, rows) for paired coefficient directions."""
-    A, B = _prepare(A), _prepare(B)
+    A, B = kernel_array(A), kernel_array(B)
     out = np.zeros((*A.shape[:2], rows))
     run_batched(_second_kernel, len(A), KINDS[kind], T, factor, index, X, A, B, out)
     return out
@@ -249,7 +246,7 @@ def second(kind: str, T, factor, index, X, A, B, rows: int) -> np.ndarray:
 
 def first_jacobian(kind: str, T, factor, index, X, B, rows: int) -> np.ndarray:
     """``d c'[b] / d x_c`` (N, D, rows, C) for every loop coordinate c."""
-    B = _prepare(B)
+    B = kernel_array(B)
     out = np.zeros((*B.shape[:2], rows, len(factor)))
     run_batched(_first_jacobian_kernel, len(B), KINDS[kind], T, factor, index, X, B, out)
     return out
@@ -257,7 +254,7 @@ def first_jacobian(kind: str, T, factor, index, X, B, rows: int) -> np.ndarray:
 
 def third(kind: str, T, factor, index, X, A, W, rows: int) -> np.ndarray:
     """``c'''[a, a, w]`` (N, D, rows) for paired coefficient directions."""
-    A, W = _prepare(A), _prepare(W)
+    A, W = kernel_array(A), kernel_array(W)
     out = np.zeros((*A.shape[:2], rows))
     run_batched(_third_kernel, len(A), KINDS[kind], T, factor, index, X, A, W, out)
     return out
@@ -346,8 +343,7 @@ def loop_pose(twists, joint, sign, M_b_inverse, M_a, q) -> tuple[np.ndarray, np.
     N = len(q)
     T, X = np.empty((N, C, 6)), np.empty((N, 4, 4))
     run_batched(
-        _pose_kernel, N, np.ascontiguousarray(twists), joint, sign,
-        np.ascontiguousarray(M_b_inverse), np.ascontiguousarray(M_a), np.ascontiguousarray(q),
-        T, X,
+        _pose_kernel, N, kernel_array(twists), joint, sign, kernel_array(M_b_inverse),
+        kernel_array(M_a), kernel_array(q), T, X,
     )  # fmt: skip
     return T, X

@@ -33,6 +33,7 @@ from workbench.closed_chains.model import ClosedChain
 from workbench.closed_chains.task_space import task
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
+from workbench.ocp import sx_compiler
 from workbench.ocp.bridge import BatchedCallback
 from workbench.ocp.model_sx import lagrangian_hessians
 
@@ -70,7 +71,9 @@ def load_kernels(model: ClosedChain, rows: np.ndarray, q: Array, design=None) ->
     """Evaluate every model function of :func:`model_callbacks` once, at rest at ``q``.
 
     Their compiled kernels are compiled or loaded from numba's disk cache
-    now, which the first evaluation in a solve would otherwise pay for.
+    now, which the first evaluation in a solve would otherwise pay for, while
+    the C compilations :func:`model_callbacks` started (first run only) go on;
+    returns when those are done too.
     """
     X = np.concatenate([q, np.zeros_like(q), np.zeros_like(q)])[None]
     q1, zero = X[:, : model.n], X[:, model.n : 2 * model.n]
@@ -81,6 +84,7 @@ def load_kernels(model: ClosedChain, rows: np.ndarray, q: Array, design=None) ->
     if design is not None:
         design.link_phi(np.zeros(design.size))
         torque_regressor(model, q1, zero, zero)
+    sx_compiler.wait()
 
 
 def model_callbacks(

@@ -34,7 +34,7 @@ from workbench.closed_chains.model import ClosedChain
 from workbench.excitation.twist_sx import _exp_joint, torque_expression
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
-from workbench.ocp.sx_compiler import compiled
+from workbench.ocp.sx_compiler import Compilation, compile_soon
 
 
 def link_poses(chain, q) -> list[tuple]:
@@ -144,8 +144,8 @@ def knot_functions(
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(model: ClosedChain, rows: tuple[int, ...], name: str, design: bool) -> ca.Function:
-    return compiled(knot_functions(model, rows, design)[name])
+def _compiled(model: ClosedChain, rows: tuple[int, ...], name: str, design: bool) -> Compilation:
+    return compile_soon(knot_functions(model, rows, design)[name])
 
 
 def lagrangian_hessians(model: ClosedChain, rows: np.ndarray, name: str, design: bool = False):
@@ -155,7 +155,8 @@ def lagrangian_hessians(model: ClosedChain, rows: np.ndarray, name: str, design:
     knots) also the mixed blocks (K, w, 10 n) and the zero phi-phi block.
 
     ``name`` is "torque", "closure" or "task" (:func:`knot_functions`),
-    compiled to C (:mod:`workbench.ocp.sx_compiler`).
+    compiled to C (:mod:`workbench.ocp.sx_compiler`); a first compilation runs in the
+    background until the first evaluation (or :func:`workbench.ocp.sx_compiler.wait`).
     """
     function = _compiled(model, tuple(int(i) for i in rows), name, design)
     buffers: dict[int, tuple] = {}
@@ -163,7 +164,7 @@ def lagrangian_hessians(model: ClosedChain, rows: np.ndarray, name: str, design:
     def evaluate(X: Array, P: Array, lam: Array) -> tuple[Array, ...]:
         K, w = X.shape
         if K not in buffers:  # copy-free evaluation of the map over K knots
-            buffers[K] = function.map(K).buffer()
+            buffers[K] = function.result().map(K).buffer()
         buffer, run = buffers[K]
         arguments = [np.ascontiguousarray(X, dtype=float)]
         if design:

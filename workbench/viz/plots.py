@@ -102,7 +102,7 @@ def plot_power_energy(path: str | os.PathLike, t: ArrayLike, tau: ArrayLike, dq:
     bottom.grid(True, alpha=0.3)
     right = bottom.twinx()
     right.plot(t, effort, color="C3", label="integral of tau^2")
-    right.set_ylabel("N$^2$ m$^2$ s", color="C3")
+    right.set_ylabel("N² m² s", color="C3")
     bottom.legend(
         bottom.get_lines() + right.get_lines(),
         [line.get_label() for line in bottom.get_lines() + right.get_lines()],

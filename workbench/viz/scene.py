@@ -14,7 +14,9 @@ seconds, increasing.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,10 +126,8 @@ def show_trajectory(
     vis: meshcat.Visualizer, robot: Robot, t: Array, q: Array, *, tool_frame: str | None = None
 ) -> None:
     """Draw the robot at q[0], its animation along (t, q) and the tool path; aim the camera."""
-    from pinocchio.visualize import MeshcatVisualizer
-
     check_trajectory(robot, t, q)
-    viz = MeshcatVisualizer(robot.model, None, robot.visual_model)
+    viz = _meshcat_visualizer()(robot.model, None, robot.visual_model)
     viz.initViewer(viewer=vis)
     viz.loadViewerModel(rootNodeName=ROOT)
     placements = robot.mesh_placements(q)
@@ -175,6 +175,29 @@ def check_trajectory(robot: Robot, t: Array, q: Array, source: str = "trajectory
             raise WorkbenchError(f"{source}: {name} contains NaN or inf (first at index {first})")
     if np.any(np.diff(t) <= 0):
         raise WorkbenchError(f"{source}: t is not strictly increasing")
+
+
+def _meshcat_visualizer() -> type:
+    """Pinocchio's ``MeshcatVisualizer`` class, imported without trimesh when viser is absent.
+
+    ``pinocchio.visualize`` imports every viewer it ships; its viser viewer imports
+    trimesh (about 0.5 s) and is usable only with viser installed. Without viser
+    that import is skipped: pinocchio catches the ImportError and marks the viser
+    viewer unavailable, as it would have anyway. Nothing else changes.
+    """
+    if "pinocchio.visualize" in sys.modules or importlib.util.find_spec("viser") is not None:
+        from pinocchio.visualize import MeshcatVisualizer
+
+        return MeshcatVisualizer
+    blocked = "trimesh" not in sys.modules
+    if blocked:
+        sys.modules["trimesh"] = None  # makes ``import trimesh`` raise ImportError
+    try:
+        from pinocchio.visualize import MeshcatVisualizer
+    finally:
+        if blocked:
+            del sys.modules["trimesh"]
+    return MeshcatVisualizer
 
 
 def _node(geometry_name: str) -> str:
