@@ -1,0 +1,85 @@
+"""A whole robot the calibration was not written around (example-robot-data's TIAGo: wheels,
+torso, arm, hand, head), logged the way a robot logs: its failures, one test each.
+
+References: Pinocchio's inverse dynamics of the whole URDF (the truth the logs are
+generated from), the stamps and degradations the tests write themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from workbench.calibration.logs import read_log
+from workbench.calibration.tables import write_table
+from workbench.errors import WorkbenchError
+from workbench.models import load, urdf_path
+
+ARM = tuple(f"arm_{i}_joint" for i in range(1, 8))
+HELD = {"torso_lift_joint": 0.15, "head_1_joint": 0.2, "head_2_joint": -0.3}
+EPOCH = 1732540000.0  # s: stamps as a robot's clock gives them
+RATE = 200.0
+
+
+@pytest.fixture(scope="module")
+def tiago_arm():
+    return load("tiago", joints=list(ARM), locked=HELD)
+
+
+def whole_robot_log(t: np.ndarray, seed: int = 0):
+    """Arm on a sum of sines, torso and head held, wheels turning at 3 rad/s: (names, q, tau)
+    of every joint of the whole URDF, tau from Pinocchio's RNEA plus viscous friction."""
+    model = pin.buildModelFromUrdf(str(urdf_path("tiago")))
+    data = model.createData()
+    names = list(model.names)[1:]
+    rng = np.random.default_rng(seed)
+    q, dq, ddq = (np.zeros((t.size, len(names))) for _ in range(3))
+    for name, value in HELD.items():
+        q[:, names.index(name)] = value
+    for name in ARM:
+        j, iq = names.index(name), model.joints[model.getJointId(name)].idx_q
+        lo, hi = model.lowerPositionLimit[iq], model.upperPositionLimit[iq]
+        a, w, b = 0.2 * (hi - lo), 2 * np.pi * rng.uniform(0.1, 0.4), rng.uniform(0, 2 * np.pi)
+        q[:, j] = 0.5 * (lo + hi) + a * np.sin(w * t + b)
+        dq[:, j], ddq[:, j] = a * w * np.cos(w * t + b), -a * w**2 * np.sin(w * t + b)
+    for name in ("wheel_left_joint", "wheel_right_joint"):
+        q[:, names.index(name)], dq[:, names.index(name)] = 3.0 * t, 3.0
+    tau = np.empty_like(q)
+    for k in range(t.size):
+        config = pin.neutral(model)
+        for j, name in enumerate(names):
+            joint = model.joints[model.getJointId(name)]
+            angle = q[k, j]
+            config[joint.idx_q : joint.idx_q + joint.nq] = (
+                (np.cos(angle), np.sin(angle)) if joint.nq == 2 else angle
+            )
+        tau[k] = pin.rnea(model, data, config, dq[k], ddq[k]) + 0.5 * dq[k]
+    return names, q, tau
+
+
+def csv_description(directory, t, names, q, tau, name="log.csv"):
+    columns = {"t": t} | {f"q_{n}": q[:, i] for i, n in enumerate(names)}
+    columns |= {f"tau_{n}": tau[:, i] for i, n in enumerate(names)}
+    write_table(directory / name, columns)
+    listed = ", ".join(f'"{n}"' for n in ARM)
+    path = directory / f"{name}.toml"
+    path.write_text(
+        f"[model]\njoints = [{listed}]\n"
+        f'[time]\nfile = "{name}"\ncolumn = "t"\n'
+        f'[positions]\nfile = "{name}"\ncolumns = [{", ".join(f"{chr(34)}q_{n}{chr(34)}" for n in ARM)}]\n'
+        f'[torques]\nfile = "{name}"\ncolumns = [{", ".join(f"{chr(34)}tau_{n}{chr(34)}" for n in ARM)}]\n'
+    )
+    return path
+
+
+def test_a_time_column_coarser_than_the_sample_rate_is_refused_naming_it(tmp_path, tiago_arm):
+    """Epoch stamps written with ten significant digits hold whole seconds: 200 samples share
+    each stamp. Merging them as duplicates left 2 samples (an 'underdetermined' fit far
+    downstream); the clock must say the time column is coarser than the samples."""
+    t = np.arange(2000) / RATE
+    names, q, tau = whole_robot_log(t)
+    path = csv_description(tmp_path, np.floor(EPOCH + t), names, q, tau)
+    with pytest.raises(WorkbenchError, match=r"log\.csv, column 't'.*coarser") as error:
+        read_log(path, tiago_arm, require=("tau",))
+    assert "\n" not in str(error.value)
