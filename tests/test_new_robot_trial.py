@@ -62,13 +62,15 @@ def csv_description(directory, t, names, q, tau, name="log.csv"):
     columns = {"t": t} | {f"q_{n}": q[:, i] for i, n in enumerate(names)}
     columns |= {f"tau_{n}": tau[:, i] for i, n in enumerate(names)}
     write_table(directory / name, columns)
-    listed = ", ".join(f'"{n}"' for n in ARM)
+    listed, q_columns, tau_columns = (
+        ", ".join(f'"{prefix}{n}"' for n in ARM) for prefix in ("", "q_", "tau_")
+    )
     path = directory / f"{name}.toml"
     path.write_text(
         f"[model]\njoints = [{listed}]\n"
         f'[time]\nfile = "{name}"\ncolumn = "t"\n'
-        f'[positions]\nfile = "{name}"\ncolumns = [{", ".join(f"{chr(34)}q_{n}{chr(34)}" for n in ARM)}]\n'
-        f'[torques]\nfile = "{name}"\ncolumns = [{", ".join(f"{chr(34)}tau_{n}{chr(34)}" for n in ARM)}]\n'
+        f'[positions]\nfile = "{name}"\ncolumns = [{q_columns}]\n'
+        f'[torques]\nfile = "{name}"\ncolumns = [{tau_columns}]\n'
     )
     return path
 
