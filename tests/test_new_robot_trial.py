@@ -11,10 +11,14 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from workbench.calibration.cross_validation import calibrate
+from workbench.calibration.fit_plausibility import absurd_parameters, check_fit
 from workbench.calibration.logs import read_log
 from workbench.calibration.tables import write_table
-from workbench.errors import WorkbenchError
+from workbench.calibration.validation import Folds
+from workbench.errors import ImplausibleFit, WorkbenchError
 from workbench.models import load, urdf_path
+from workbench.testing.bag_writer import JointStateStream, write_bag
 
 ARM = tuple(f"arm_{i}_joint" for i in range(1, 8))
 HELD = {"torso_lift_joint": 0.15, "head_1_joint": 0.2, "head_2_joint": -0.3}
@@ -29,7 +33,7 @@ def tiago_arm():
 
 def whole_robot_log(t: np.ndarray, seed: int = 0):
     """Arm on a sum of sines, torso and head held, wheels turning at 3 rad/s: (names, q, tau)
-    of every joint of the whole URDF, tau from Pinocchio's RNEA plus viscous friction."""
+    of every joint of the whole URDF, tau from Pinocchio's RNEA, viscous friction and noise."""
     model = pin.buildModelFromUrdf(str(urdf_path("tiago")))
     data = model.createData()
     names = list(model.names)[1:]
@@ -55,6 +59,7 @@ def whole_robot_log(t: np.ndarray, seed: int = 0):
                 (np.cos(angle), np.sin(angle)) if joint.nq == 2 else angle
             )
         tau[k] = pin.rnea(model, data, config, dq[k], ddq[k]) + 0.5 * dq[k]
+    tau += rng.normal(scale=0.05, size=tau.shape)
     return names, q, tau
 
 
@@ -85,3 +90,36 @@ def test_a_time_column_coarser_than_the_sample_rate_is_refused_naming_it(tmp_pat
     with pytest.raises(WorkbenchError, match=r"log\.csv, column 't'.*coarser") as error:
         read_log(path, tiago_arm, require=("tau",))
     assert "\n" not in str(error.value)
+
+
+def wheels_bag(directory, epoch: float):
+    """A bag of the whole robot with the wheels at constant speed, the chain of the joints it
+    moves (as ``--log run.mcap`` without a description calibrates) and its log."""
+    t = np.arange(1200) / RATE
+    names, q, tau = whole_robot_log(t)
+    stream = JointStateStream(epoch + t, names, q, effort=tau)
+    bag = write_bag(directory / "run.mcap", "mcap", [stream])
+    moving = [n for i, n in enumerate(names) if np.ptp(q[:, i]) > 0]
+    chain = load("tiago", joints=moving, locked=HELD)
+    return chain, read_log(bag, chain, require=("tau",))
+
+
+@pytest.mark.parametrize("epoch, validation", [(0.0, None), (EPOCH, None), (EPOCH, Folds(3))])
+def test_wheels_at_almost_constant_speed_are_the_cause_of_the_implausible_fit(
+    tmp_path, epoch, validation
+):
+    """Wheel speeds that vary by 0.01 % (filtered) to 0.07 % (epoch stamps resampled); the fit
+    may give the wheels inertias of 28 kg m^2. The diagnosis was 'duplicated column' (both
+    wheels have the same positions: driving straight); the cause, when there is one, is
+    wheels that never accelerate."""
+    chain, log = wheels_bag(tmp_path, epoch)
+    report = calibrate(chain, "dynamic", log, validation)
+    absurd = absurd_parameters(chain, report.chain)
+    if not absurd:
+        check_fit(log, chain, report.chain)
+        return
+    assert any("wheel" in symptom for symptom in absurd)
+    with pytest.raises(ImplausibleFit, match="constant speed") as error:
+        check_fit(log, chain, report.chain)
+    assert "wheel_left_joint" in str(error.value) and "wheel_right_joint" in str(error.value)
+    assert "duplicated column" not in str(error.value)
