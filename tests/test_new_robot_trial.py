@@ -123,3 +123,48 @@ def test_wheels_at_almost_constant_speed_are_the_cause_of_the_implausible_fit(
         check_fit(log, chain, report.chain)
     assert "wheel_left_joint" in str(error.value) and "wheel_right_joint" in str(error.value)
     assert "duplicated column" not in str(error.value)
+
+
+def test_export_puts_a_whole_robot_calibration_s_drive_terms_on_its_calibrated_joints(tmp_path):
+    """A whole robot's calibrated.drives.toml numbers the calibrated joints (fv1 = arm_1_joint);
+    export applied it to the whole robot's first joints (torso_lift_joint got arm_1's friction)
+    and refused its Stribeck speeds (shape 7, expected 48). Read back by MuJoCo."""
+    import json
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    import mujoco
+
+    from workbench.calibration.drives import Drives, drive_file_text
+
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(urdf_path("tiago"), results / "calibrated.urdf")
+    drives = Drives(len(ARM), ("friction", "stribeck"), stribeck_speed=np.full(len(ARM), 0.1))
+
+    def value(name: str) -> float:
+        kind, j = re.fullmatch(r"([a-z]+)(\d+)", name).groups()
+        return {"fv": 0.5 + int(j), "fs": 0.1 * int(j), "fst": 0.2}[kind]
+
+    values = np.array([value(name) for name in drives.names])
+    (results / "calibrated.drives.toml").write_text(drive_file_text(drives, values))
+    (results / "summary.json").write_text(json.dumps({"joint_names": list(ARM)}))
+    out = tmp_path / "tiago.xml"
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "export", str(results), "--mjcf", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    model = mujoco.MjModel.from_xml_path(str(out))
+    for j, name in enumerate(ARM, start=1):
+        dof = model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)]
+        assert model.dof_damping[dof] == pytest.approx(0.5 + j)
+        assert model.dof_frictionloss[dof] == pytest.approx(0.1 * j)
+    torso = "torso_lift_joint"
+    dof = model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, torso)]
+    urdf = pin.buildModelFromUrdf(str(urdf_path("tiago")))
+    assert model.dof_damping[dof] == pytest.approx(
+        urdf.damping[urdf.idx_vs[urdf.getJointId(torso)]]
+    )
