@@ -168,3 +168,34 @@ def test_export_puts_a_whole_robot_calibration_s_drive_terms_on_its_calibrated_j
     assert model.dof_damping[dof] == pytest.approx(
         urdf.damping[urdf.idx_vs[urdf.getJointId(torso)]]
     )
+
+
+def test_excite_designs_for_the_joints_a_problem_file_names_on_a_whole_robot(tmp_path):
+    """``workbench excite --model tiago`` designed for all 48 joints (hand, wheels) and ran
+    for minutes; a problem file's [model] joints (the others locked at [model.locked] or
+    zero, as a log description's) makes it the arm's design."""
+    from workbench.dynamics.kinematics import forward_kinematics
+    from workbench.excitation.problem import model_joints, read_problem
+
+    listed = ", ".join(f'"{n}"' for n in ARM)
+    path = tmp_path / "arm.toml"
+    path.write_text(
+        f'[model]\njoints = [{listed}]\nterms = ["friction"]\n[model.locked]\n'
+        "torso_lift_joint = 0.15\nhead_2_joint = -0.3\n"
+    )
+    joints, locked = model_joints(path)
+    chain = load("tiago", joints=joints, locked=locked)
+    assert chain.joint_names == ARM
+    assert read_problem(path, chain, "dynamic").model.terms == ("friction",)
+    reference = pin.buildModelFromUrdf(str(urdf_path("tiago")))
+    config = pin.neutral(reference)
+    config[reference.idx_qs[reference.getJointId("torso_lift_joint")]] = 0.15
+    config[reference.idx_qs[reference.getJointId("head_2_joint")]] = -0.3
+    data = reference.createData()
+    pin.framesForwardKinematics(reference, data, config)
+    tool = data.oMf[reference.getFrameId(chain.tool_name)].homogeneous
+    assert np.allclose(forward_kinematics(chain, np.zeros(len(ARM))), tool, atol=1e-9)
+    joints_only = tmp_path / "postures.toml"  # a kinematic problem reads [model] joints too
+    joints_only.write_text(f"[model]\njoints = [{listed}]\n[postures]\ncount = 20\n")
+    assert model_joints(joints_only) == (list(ARM), {})
+    assert read_problem(joints_only, chain, "kinematic").postures.count == 20
