@@ -199,3 +199,19 @@ def test_excite_designs_for_the_joints_a_problem_file_names_on_a_whole_robot(tmp
     joints_only.write_text(f"[model]\njoints = [{listed}]\n[postures]\ncount = 20\n")
     assert model_joints(joints_only) == (list(ARM), {})
     assert read_problem(joints_only, chain, "kinematic").postures.count == 20
+
+
+def test_a_rank_deficient_fit_names_the_joints_of_the_parameters_it_cannot_separate():
+    """Two wheels at exactly constant speed: fv and fs of each are one column. The refusal
+    named 'fv8, fs8' of a 9-joint chain numbered from 1; it names the joints too."""
+    from workbench.calibration.least_squares import check_determined
+    from workbench.calibration.torque_model import BaseParameters
+
+    rng = np.random.default_rng(0)
+    names = ("Izz1", "fv1", "fs1", "fv2", "fs2")
+    A = rng.normal(size=(50, 5))
+    A[:, 4] = A[:, 3]  # fs2 = fv2: the second joint turns at one speed
+    base = BaseParameters(np.arange(5), np.eye(5), names)
+    with pytest.raises(WorkbenchError, match=r"fv2 \(joint 'wheel_left_joint'\)") as error:
+        check_determined(A, 50, np.ones(5), base, ("arm_1_joint", "wheel_left_joint"))
+    assert "fs2 (joint 'wheel_left_joint')" in str(error.value)
