@@ -127,10 +127,10 @@ negated: the fit of that joint 0.13, of its neighbours 0.8 to 1.6; a correct log
 most, on a weak joint with 0.05 N m noise)."""
 
 CONSTANT_SPEED = 0.01
-"""A joint whose speed's standard deviation is below this fraction of its mean speed turns at
-a constant speed (a wheel driving straight): its inertia and its viscous and Coulomb friction
-are one column of the regressor, fitted to anything (a TIAGo's wheels at 3 rad/s, speeds
-resampled from epoch stamps: std 2e-4 rad/s, wheel inertias of 28 kg m^2)."""
+"""A joint whose speed's median absolute deviation is below this fraction of its median speed
+turns at a constant speed (a wheel driving straight): its inertia and its viscous and Coulomb
+friction are one column of the regressor, fitted to anything (a TIAGo's wheels at 3 rad/s:
+deviations of 3e-6 rad/s, wheel inertias of 28 kg m^2)."""
 
 DRIVE_TERMS = ("friction", "rotor_inertia", "offset")
 """Per-joint drive terms fitted out of the calibrated model's error (:func:`fitted_misfit`):
@@ -382,15 +382,18 @@ def _other_joints(found: list[EffortFinding], named: str) -> list[str]:
 
 
 def _constant_speeds(log: Log, chain: Chain) -> dict[int, str]:
-    """Joints turning at a constant nonzero speed (:data:`CONSTANT_SPEED`): index -> evidence."""
-    mean, spread = np.abs(np.mean(log.dq, axis=0)), np.std(log.dq, axis=0)
+    """Joints turning at a constant nonzero speed (:data:`CONSTANT_SPEED`, of the median
+    absolute deviation from the median speed: the ends of a joint published at a lower rate,
+    held constant, do not count): index -> evidence."""
+    median = np.median(log.dq, axis=0)
+    spread = np.median(np.abs(log.dq - median), axis=0)
     units = joint_units(chain, chain.joint_names)
     return {
-        j: f"joint '{name}' turns at a constant speed ({mean[j]:.4g} {units[name]['velocity']}, "
-        f"standard deviation {spread[j]:.2g}): the log cannot tell its inertia from its "
-        "friction (leave it out of [model] joints, or log it accelerating)"
+        j: f"joint '{name}' turns at a constant speed ({median[j]:.4g} "
+        f"{units[name]['velocity']}, median deviation {spread[j]:.2g}): the log cannot tell "
+        "its inertia from its friction (leave it out of [model] joints, or log it accelerating)"
         for j, name in enumerate(chain.joint_names)
-        if mean[j] > 0 and spread[j] < CONSTANT_SPEED * mean[j]
+        if median[j] != 0 and spread[j] < CONSTANT_SPEED * abs(median[j])
     }
 
 
