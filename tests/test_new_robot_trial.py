@@ -16,7 +16,7 @@ from workbench.calibration.fit_plausibility import absurd_parameters, check_fit
 from workbench.calibration.logs import read_log
 from workbench.calibration.tables import write_table
 from workbench.calibration.validation import Folds
-from workbench.errors import ImplausibleFit, WorkbenchError
+from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
 from workbench.models import load, urdf_path
 from workbench.testing.bag_writer import JointStateStream, write_bag
 
@@ -130,8 +130,9 @@ def test_wheels_at_almost_constant_speed_are_the_cause_of_the_implausible_fit(
     chain, log = wheels_bag(tmp_path, epoch, split)
     report = calibrate(chain, "dynamic", log, validation)
     absurd = absurd_parameters(chain, report.chain)
-    if not absurd:
-        check_fit(log, chain, report.chain)
+    if not absurd:  # a plausible fit: the wheels' parameters fit noise, and a warning says so
+        with pytest.warns(WorkbenchWarning, match="wheel_left_joint' turns at a constant speed"):
+            check_fit(log, chain, report.chain)
         return
     assert any("wheel" in symptom for symptom in absurd)
     with pytest.raises(ImplausibleFit, match="constant speed") as error:
@@ -230,3 +231,29 @@ def test_a_rank_deficient_fit_names_the_joints_of_the_parameters_it_cannot_separ
     with pytest.raises(WorkbenchError, match=r"fv2 \(joint 'wheel_left_joint'\)") as error:
         check_determined(A, 50, np.ones(5), base, ("arm_1_joint", "wheel_left_joint"))
     assert "fs2 (joint 'wheel_left_joint')" in str(error.value)
+
+
+def test_a_whole_robot_calibration_s_drive_file_gives_the_nominal_of_other_joint_choices(
+    tmp_path,
+):
+    """Calibrating again from a whole robot's calibrated.urdf, its calibrated.drives.toml
+    (arm_1..arm_7 numbered 1..7) was read by number for the joints now calibrated: torso and
+    arm took arm_1..arm_7's friction shifted by one joint, six arm joints were refused."""
+    import json
+
+    from workbench.calibration.drives import Drives, drive_file_text, nominal_drive_values
+
+    drives = Drives(len(ARM), ("friction",))
+    values = np.array([10.0 * (j // 2 + 1) + j % 2 for j in range(len(drives.names))])
+    (tmp_path / "calibrated.drives.toml").write_text(drive_file_text(drives, values))
+    (tmp_path / "summary.json").write_text(json.dumps({"joint_names": list(ARM)}))
+    torso_and_arm = ["torso_lift_joint", *ARM]
+    nominal = nominal_drive_values(tmp_path / "calibrated.urdf", torso_and_arm)
+    for j in range(len(ARM)):  # fv1 = 10, fs1 = 11 of arm_1, now joint 2
+        assert nominal[f"fv{j + 2}"] == 10.0 * (j + 1)
+        assert nominal[f"fs{j + 2}"] == 10.0 * (j + 1) + 1
+    assert "fv1" not in nominal and "fs1" not in nominal  # the torso: not in the file
+    six = nominal_drive_values(tmp_path / "calibrated.urdf", list(ARM[1:]))
+    assert six == {
+        f"{p}{j}": 10.0 * (j + 1) + (p == "fs") for j in range(1, 7) for p in ("fv", "fs")
+    }

@@ -193,7 +193,8 @@ def diagnose(
     parameter test and the fit's say on effort findings are skipped),
     ``nominal_drives`` the nominal drive parameters by name (friction, rotor
     inertia, offsets). Effort findings that the calibrated model explains
-    (:func:`_explained_by_fit`) are warned about, not diagnosed.
+    (:func:`_explained_by_fit`) are warned about, not diagnosed, and so are joints at constant
+    speed when nothing else is implausible.
     """
     if log.tau is None:
         raise WorkbenchError(f"{log.source}: a torque fit needs logged torques")
@@ -207,6 +208,10 @@ def diagnose(
     steady = _constant_speeds(sampled, chain)
     if steady and general:
         return [Diagnosis("constant speed", "; ".join(list(steady.values()) + general))]
+    if steady:  # a plausible fit: their parameters are whatever fitted the noise
+        warnings.warn(
+            f"{log.source}: " + "; ".join(steady.values()), WorkbenchWarning, stacklevel=2
+        )
     duplicates = _duplicates(sampled, chain, steady)
     if duplicates:
         return [Diagnosis("duplicated column", "; ".join(duplicates + general))]

@@ -24,7 +24,6 @@ also written as URDF, its viscous and Coulomb friction in <dynamics>.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
@@ -48,7 +47,12 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from workbench import closed_chains, models
-    from workbench.calibration.drives import read_drive_file, sidecar_path, simulator_terms
+    from workbench.calibration.drives import (
+        numbered_joints,
+        read_drive_file,
+        sidecar_path,
+        simulator_terms,
+    )
     from workbench.closed_chains import mjcf as closed_mjcf
     from workbench.io import check_output_file
     from workbench.mjcf import MESH_FORMATS, Mesh, write_mjcf
@@ -70,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         if not urdf.is_file():
             raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
         drive_file = source / "calibrated.drives.toml"
-        calibrated = _calibrated_joints(source / "summary.json")
+        calibrated = numbered_joints(drive_file)
         if (source / "calibrated.toml").is_file():
             closed = closed_chains.read(source / "calibrated.toml")
         inputs = [urdf, drive_file, source / "calibrated.toml"]
@@ -174,18 +178,6 @@ def _has_frame(chain, name: str) -> bool:
     except WorkbenchError:
         return False
     return True
-
-
-def _calibrated_joints(summary: Path) -> list[str] | None:
-    """The joints a results folder's drive file numbers (``summary.json``'s ``joint_names``:
-    of a whole robot, the calibrated ones), or None without a summary."""
-    if not summary.is_file():
-        return None
-    try:
-        names = json.loads(summary.read_text()).get("joint_names")
-    except (ValueError, AttributeError) as error:
-        raise WorkbenchError(f"{summary}: not a calibration summary ({error})") from None
-    return None if names is None else [str(name) for name in names]
 
 
 def _joint_index(chain, name: str, drive_file: Path) -> int:
