@@ -18,7 +18,7 @@ from workbench.calibration.tables import write_table
 from workbench.calibration.validation import Folds
 from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
 from workbench.models import load, urdf_path
-from workbench.testing.bag_writer import JointStateStream, write_bag
+from workbench.testing.bag_writer import JointStateStream, PoseStream, write_bag
 
 ARM = tuple(f"arm_{i}_joint" for i in range(1, 8))
 HELD = {"torso_lift_joint": 0.15, "head_1_joint": 0.2, "head_2_joint": -0.3}
@@ -257,3 +257,61 @@ def test_a_whole_robot_calibration_s_drive_file_gives_the_nominal_of_other_joint
     assert six == {
         f"{p}{j}": 10.0 * (j + 1) + (p == "fs") for j in range(1, 7) for p in ("fv", "fs")
     }
+
+
+def test_mocap_poses_lost_while_tracking_are_left_out_of_the_standstill_postures(tmp_path):
+    """A motion-capture topic whose marker is lost now and then (NaN positions, as trackers
+    publish): the read stopped at 'pose position contains nan at sample 0', naming no file or
+    topic; the lost poses are left out (a warning counts them) and every posture keeps the
+    tracked ones."""
+    model = pin.buildModelFromUrdf(str(urdf_path("tiago")))
+    data = model.createData()
+    names = list(model.names)[1:]
+    rng = np.random.default_rng(4)
+    iq = [model.idx_qs[model.getJointId(n)] for n in ARM]
+    lo, hi = model.lowerPositionLimit[iq], model.upperPositionLimit[iq]
+    postures, hold, move = rng.uniform(0.8 * lo + 0.2 * hi, 0.2 * lo + 0.8 * hi, (8, 7)), 1.0, 0.5
+    t = np.arange(int(len(postures) * (hold + move) * 100)) / 100.0
+    k, r = np.divmod(t, hold + move)
+    k = k.astype(int)
+    s = np.clip((r - hold) / move, 0.0, 1.0)
+    arm = postures[k] + s[:, None] * (postures[np.minimum(k + 1, len(postures) - 1)] - postures[k])
+    q = np.zeros((t.size, len(names)))
+    q[:, [names.index(n) for n in ARM]] = arm
+
+    def tool(row: np.ndarray) -> pin.SE3:
+        config = pin.neutral(model)
+        for j, name in enumerate(names):
+            joint = model.joints[model.getJointId(name)]
+            angle = row[j]
+            config[joint.idx_q : joint.idx_q + joint.nq] = (
+                (np.cos(angle), np.sin(angle)) if joint.nq == 2 else angle
+            )
+        pin.framesForwardKinematics(model, data, config)
+        return data.oMf[model.getFrameId("arm_tool_link")].copy()
+
+    poses = [tool(row) for row in q[::2]]
+    position = np.array([pose.translation for pose in poses])
+    quaternion = np.array([pin.Quaternion(pose.rotation).coeffs() for pose in poses])
+    lost = np.arange(len(position)) % 37 < 4
+    position[lost] = np.nan
+    bag = tmp_path / "mocap.mcap"
+    write_bag(bag, "mcap", [
+        JointStateStream(EPOCH + t, names, q),
+        PoseStream("/mocap", EPOCH + t[::2], position, quaternion),
+    ])  # fmt: skip
+    listed = ", ".join(f'"{n}"' for n in ARM)
+    path = tmp_path / "mocap.toml"
+    path.write_text(
+        f'[model]\njoints = [{listed}]\n[positions]\nfile = "mocap.mcap"\n'
+        '[[markers]]\nname = "tool"\nfile = "mocap.mcap"\ntopic = "/mocap"\n'
+        'frame = "arm_tool_link"\n[postures]\nmatch = "standstill"\n'
+    )
+    chain = load("tiago", joints=list(ARM))
+    with pytest.warns(WorkbenchWarning, match=rf"mocap\.mcap: topic /mocap: {lost.sum()} of"):
+        log = read_log(path, chain)
+    (marker,) = log.markers
+    held = np.zeros((len(postures), len(names)))
+    held[:, [names.index(n) for n in ARM]] = postures
+    expected = np.array([tool(row).translation for row in held])
+    assert np.allclose(marker.position, expected, atol=1e-9)

@@ -119,7 +119,7 @@ Sections and keys (every key is checked; unknown keys are errors):
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -687,7 +687,7 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
     path = reader.path(section, default=positions.table.get("file", ""))
     if bags.is_bag(path):  # a pose topic: positions (m) and orientations of the marker
         topic = section.string("topic")
-        poses = bags.read_poses(path, topic, section.string("child_frame", None))
+        poses = _tracked(bags.read_poses(path, topic, section.string("child_frame", None)))
         section.done()
         table = Table(path, ("t",), poses.t[:, None], poses.message)
         rotation = lie.quaternion_to_matrix(poses.quaternion_xyzw)
@@ -713,6 +713,28 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
         raise WorkbenchError(f"{section.where('position')}: a marker needs position or rotation")
     section.done()
     return Marker(name, frame, position, rotation), table, where
+
+
+def _tracked(poses: bags.Poses) -> bags.Poses:
+    """The poses with finite numbers: a motion-capture system that loses a marker publishes
+    NaN until it finds it again; those poses are left out, with a warning that counts them."""
+    finite = np.isfinite(poses.position).all(axis=1) & np.isfinite(poses.quaternion_xyzw).all(1)
+    where = f"{poses.path}: topic {poses.topic}"
+    if not finite.any():
+        raise WorkbenchError(f"{where}: none of its {finite.size} poses is finite (never tracked)")
+    if finite.all():
+        return poses
+    first = int(poses.message[~finite][0])
+    warnings.warn(
+        f"{where}: {int((~finite).sum())} of {finite.size} poses are not finite (marker lost, "
+        f"first in message {first}); left out",
+        WorkbenchWarning,
+        stacklevel=2,
+    )
+    return replace(
+        poses, t=poses.t[finite], position=poses.position[finite],
+        quaternion_xyzw=poses.quaternion_xyzw[finite], message=poses.message[finite],
+    )  # fmt: skip
 
 
 def _rotation(values: Array, kind: str, section: Section) -> Array:
