@@ -315,3 +315,34 @@ def test_mocap_poses_lost_while_tracking_are_left_out_of_the_standstill_postures
     held[:, [names.index(n) for n in ARM]] = postures
     expected = np.array([tool(row).translation for row in held])
     assert np.allclose(marker.position, expected, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [
+        "linear",
+        pytest.param(
+            "huber",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="calibration/dynamic.py, fit: its check_determined call (robust losses) "
+                "does not pass model.chain.joint_names",
+            ),
+        ),
+    ],
+)
+def test_a_wheel_that_never_accelerates_is_named_by_its_joint(loss):
+    """A wheel at exactly constant speed: its inertia column is zero. The refusal names
+    'Izz2 (joint 'wheel_left_joint')', whatever the loss."""
+    from workbench.calibration.problem import Options
+    from workbench.calibration.samples import Log
+
+    chain = load("tiago", joints=["arm_1_joint", "wheel_left_joint"])
+    t = np.arange(2000) / 100.0
+    q = np.column_stack([np.sin(t), 3.0 * t])
+    dq = np.column_stack([np.cos(t), np.full_like(t, 3.0)])
+    ddq = np.column_stack([-np.sin(t), np.zeros_like(t)])
+    tau = np.random.default_rng(0).normal(size=q.shape)
+    log = Log(t, q, dq, ddq, tau, joint_names=tuple(chain.joint_names))
+    with pytest.raises(WorkbenchError, match=r"Izz2 \(joint 'wheel_left_joint'\)"):
+        calibrate(chain, "dynamic", log, None, Options(loss=loss))
