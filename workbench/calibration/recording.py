@@ -493,18 +493,28 @@ def described_joints(
 
 
 def still_joints(states: bags.JointStates, tolerance: float = 1e-3) -> dict[str, float]:
-    """Joints whose logged position stays within ``tolerance`` (rad or m) of its median, with
-    that median: what a whole robot's other joints are locked at when a bag logs them."""
+    """Joints whose logged position stays within ``tolerance`` (rad or m), or within two of its
+    own encoder counts (the smallest step between its distinct values: a servo dithering by a
+    count holds still), of its median, with that median: what a whole robot's other joints
+    are locked at when a bag logs them."""
     position = states.position
     logged = np.isfinite(position).any(axis=0)
     median = np.full(position.shape[1], np.nan)
     median[logged] = np.nanmedian(position[:, logged], axis=0)
     spread = np.nanmax(np.abs(position - median), axis=0, initial=0.0, where=np.isfinite(position))
+    count = np.array([_count(position[:, j]) for j in range(position.shape[1])])
     return {
         name: float(m)
-        for name, m, s, ok in zip(states.names, median, spread, logged, strict=True)
-        if ok and s <= tolerance
+        for name, m, s, c, ok in zip(states.names, median, spread, count, logged, strict=True)
+        if ok and s <= max(tolerance, 2.0 * c)
     }
+
+
+def _count(values: Array) -> float:
+    """The smallest step between distinct finite values (an encoder count; 0 for fewer than
+    two distinct values)."""
+    distinct = np.unique(values[np.isfinite(values)])
+    return float(np.diff(distinct).min()) if distinct.size > 1 else 0.0
 
 
 def _model_joints(model: Section, chain: Chain) -> tuple[str, ...]:
