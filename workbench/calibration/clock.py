@@ -7,7 +7,8 @@ filters and differentiators of :mod:`workbench.calibration.signals` need
 uniform sampling, so a recording is first put on a uniform grid:
 
 1. samples are sorted by time (stable); samples with equal stamps are merged
-   (their mean, NaN ignored);
+   (their mean, NaN ignored); more repeated stamps than distinct ones are
+   refused (stamps coarser than the samples, e.g. rounded to whole seconds);
 2. the period is the stated one (``rate``), else the median of the positive
    steps;
 3. a step longer than ``gap_periods`` periods is a gap: it splits the
@@ -113,6 +114,13 @@ def uniform_clock(
     if stamps.shape[0] < 2:
         raise WorkbenchError(f"{where}: every sample has the same time stamp {stamps[0]:.9g} s")
     steps = np.diff(stamps)
+    if duplicates > stamps.shape[0]:
+        raise WorkbenchError(
+            f"{where}: {duplicates} of {t.shape[0]} samples repeat another's time stamp (about "
+            f"{t.shape[0] / stamps.shape[0]:.3g} samples per stamp, {np.median(steps):.6g} s "
+            "apart): the stamps are coarser than the samples (rounded, or written with too few "
+            "digits); log them at full resolution"
+        )
     if period is None:
         period = float(np.median(steps))
     elif not (np.isfinite(period) and period > 0):

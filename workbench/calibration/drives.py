@@ -64,7 +64,10 @@ training rows, :mod:`workbench.calibration.drive_shapes`):
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -295,6 +298,44 @@ def sidecar_path(urdf: str | os.PathLike) -> Path:
     """Where the drive parameters of a URDF live: ``robot.urdf`` -> ``robot.drives.toml``."""
     urdf = Path(urdf)
     return urdf.with_name(urdf.stem + ".drives.toml")
+
+
+def numbered_joints(path: str | os.PathLike) -> list[str] | None:
+    """The joints a drive file numbers when a calibration wrote it: its results folder's
+    ``summary.json`` ``joint_names`` (of a whole robot, the calibrated joints only); None for
+    any other drive file (it numbers the model's joints in order)."""
+    summary = Path(path).with_name("summary.json")
+    if not summary.is_file():
+        return None
+    try:
+        names = json.loads(summary.read_text()).get("joint_names")
+    except (ValueError, AttributeError) as error:
+        raise WorkbenchError(f"{summary}: not a calibration summary ({error})") from None
+    return None if names is None else [str(name) for name in names]
+
+
+def nominal_drive_values(
+    urdf: str | os.PathLike, joint_names: Sequence[str]
+) -> dict[str, float] | None:
+    """The values of the drive file beside ``urdf`` (:func:`sidecar_path`) numbered by
+    ``joint_names``, the joints of the model calibrated now (a file that numbers other joints,
+    :func:`numbered_joints`, is renumbered; its coupled motors' terms are left out); None
+    without a drive file."""
+    path = sidecar_path(urdf)
+    if not path.is_file():
+        return None
+    numbered = numbered_joints(path)
+    if numbered is None:
+        return read_drive_file(path, len(joint_names))[1]
+    values = read_drive_file(path, len(numbered))[1]
+    now = {name: j + 1 for j, name in enumerate(joint_names)}
+    out = {}
+    for key, value in values.items():
+        prefix, number = re.fullmatch(r"([A-Za-z]+)(\d+)", key).groups()
+        joint = None if prefix in ("Iam", "fvm", "fsm") else numbered[int(number) - 1]
+        if joint in now:
+            out[f"{prefix}{now[joint]}"] = value
+    return out
 
 
 def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, float]]:

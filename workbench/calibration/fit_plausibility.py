@@ -36,6 +36,8 @@ above is of the torques as they are.
 
 Causes, tried in this order, each by correcting the log and comparing again:
 
+0. ``constant speed``: a joint that turns at a constant speed (a wheel driving
+   straight; two such wheels also have identical positions) with symptoms;
 1. ``duplicated column``: identical samples in two joints' columns;
 2. the joint positions' shape: ``angle unit`` (revolute positions scaled by
    180/pi or pi/180), ``swapped columns`` (two joints' positions, or two
@@ -79,6 +81,7 @@ from workbench.calibration.effort_units import (
     without_drive_terms,
 )
 from workbench.calibration.samples import Log
+from workbench.calibration.units import joint_units
 from workbench.chain import REVOLUTE, Chain
 from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
@@ -123,11 +126,18 @@ mis-described joint spoils the fit of the joints that share its parameters (one 
 negated: the fit of that joint 0.13, of its neighbours 0.8 to 1.6; a correct log: 0.17 at
 most, on a weak joint with 0.05 N m noise)."""
 
+CONSTANT_SPEED = 0.01
+"""A joint whose speed's median absolute deviation is below this fraction of its median speed
+turns at a constant speed (a wheel driving straight): its inertia and its viscous and Coulomb
+friction are one column of the regressor, fitted to anything (a TIAGo's wheels at 3 rad/s:
+deviations of 3e-6 rad/s, wheel inertias of 28 kg m^2)."""
+
 DRIVE_TERMS = ("friction", "rotor_inertia", "offset")
 """Per-joint drive terms fitted out of the calibrated model's error (:func:`fitted_misfit`):
 the calibrated chain carries the rigid body only."""
 
 CAUSES = (
+    "constant speed",
     "duplicated column",
     "angle unit",
     "swapped columns",
@@ -183,7 +193,8 @@ def diagnose(
     parameter test and the fit's say on effort findings are skipped),
     ``nominal_drives`` the nominal drive parameters by name (friction, rotor
     inertia, offsets). Effort findings that the calibrated model explains
-    (:func:`_explained_by_fit`) are warned about, not diagnosed.
+    (:func:`_explained_by_fit`) are warned about, not diagnosed, and so are joints at constant
+    speed when nothing else is implausible.
     """
     if log.tau is None:
         raise WorkbenchError(f"{log.source}: a torque fit needs logged torques")
@@ -194,7 +205,14 @@ def diagnose(
     found = findings(chain, logged, nominal, informative_fraction(nominal_drives))
     if fitted is not None:
         found = _explained_by_fit(sampled, fitted, found)
-    duplicates = _duplicates(sampled, chain)
+    steady = _constant_speeds(sampled, chain)
+    if steady and general:
+        return [Diagnosis("constant speed", "; ".join(list(steady.values()) + general))]
+    if steady:  # a plausible fit: their parameters are whatever fitted the noise
+        warnings.warn(
+            f"{log.source}: " + "; ".join(steady.values()), WorkbenchWarning, stacklevel=2
+        )
+    duplicates = _duplicates(sampled, chain, steady)
     if duplicates:
         return [Diagnosis("duplicated column", "; ".join(duplicates + general))]
     joints = _joint_symptoms(logged, nominal, gravity, found)
@@ -368,12 +386,31 @@ def _other_joints(found: list[EffortFinding], named: str) -> list[str]:
     return out
 
 
-def _duplicates(log: Log, chain: Chain) -> list[str]:
-    """Pairs of joints with identical position or effort samples."""
+def _constant_speeds(log: Log, chain: Chain) -> dict[int, str]:
+    """Joints turning at a constant nonzero speed (:data:`CONSTANT_SPEED`, of the median
+    absolute deviation from the median speed: the ends of a joint published at a lower rate,
+    held constant, do not count): index -> evidence."""
+    median = np.median(log.dq, axis=0)
+    spread = np.median(np.abs(log.dq - median), axis=0)
+    units = joint_units(chain, chain.joint_names)
+    return {
+        j: f"joint '{name}' turns at a constant speed ({median[j]:.4g} "
+        f"{units[name]['velocity']}, median deviation {spread[j]:.2g}): the log cannot tell "
+        "its inertia from its friction (leave it out of [model] joints, or log it accelerating)"
+        for j, name in enumerate(chain.joint_names)
+        if median[j] != 0 and spread[j] < CONSTANT_SPEED * abs(median[j])
+    }
+
+
+def _duplicates(log: Log, chain: Chain, steady: dict[int, str]) -> list[str]:
+    """Pairs of joints with identical position or effort samples; identical positions of two
+    joints at constant speed (``steady``: wheels driving straight) are no duplicate."""
     out = []
     for name, values in (("positions", log.q), ("efforts", log.tau)):
         for i in range(chain.n):
             for j in range(i + 1, chain.n):
+                if name == "positions" and i in steady and j in steady:
+                    continue
                 column = values[:, i]
                 if np.ptp(column) > 0 and np.array_equal(column, values[:, j]):
                     out.append(

@@ -20,6 +20,8 @@ factors. Robust losses re-weight every row and fit the rows themselves.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -79,12 +81,20 @@ class DynamicFit:
         raise WorkbenchError(f"no base parameter led by '{name}'")
 
 
-def check_determined(A: Array, rows: int, scale: Array, base: BaseParameters) -> None:
+def check_determined(
+    A: Array,
+    rows: int,
+    scale: Array,
+    base: BaseParameters,
+    joints: Sequence[str] | None = None,
+) -> None:
     """Refuse fits with fewer equations than parameters or a rank-deficient regressor.
 
     ``A`` (k, r): the column-scaled regressor, or any matrix with its singular
     values and right singular vectors (its triangular factor); ``rows`` the
-    equations behind it, ``scale`` (r,) the column norms.
+    equations behind it, ``scale`` (r,) the column norms; ``joints``: the
+    chain's joint names, which the refusal gives beside the parameters (numbered
+    from 1 by joint).
     """
     r = len(scale)
     if rows < r:
@@ -93,7 +103,7 @@ def check_determined(A: Array, rows: int, scale: Array, base: BaseParameters) ->
             "log more samples (or more motion)"
         )
     if np.any(scale == 0):
-        names = [base.names[k] for k in np.flatnonzero(scale == 0)]
+        names = [_with_joint(base.names[k], joints) for k in np.flatnonzero(scale == 0)]
         raise WorkbenchError(
             f"the log does not excite base parameter(s) {', '.join(names[:5])}: their regressor "
             "columns are zero (joints that never move or accelerate)"
@@ -101,11 +111,21 @@ def check_determined(A: Array, rows: int, scale: Array, base: BaseParameters) ->
     _, s, Vt = np.linalg.svd(A, full_matrices=False)
     if s[-1] < 1e-10 * s[0]:
         worst = np.argsort(-np.abs(Vt[-1]))[:3]
-        names = ", ".join(base.names[k] for k in worst)
+        names = ", ".join(_with_joint(base.names[k], joints) for k in worst)
         raise WorkbenchError(
             f"rank-deficient identification (condition number {s[0] / max(s[-1], 1e-300):.2e}): "
-            f"the log cannot separate {names}; log a more exciting trajectory"
+            f"the log cannot separate {names}; log a more exciting trajectory (or leave "
+            "those joints out of [model] joints)"
         )
+
+
+def _with_joint(name: str, joints: Sequence[str] | None) -> str:
+    """A base parameter's name with the joint its leading symbol is numbered by (fv8 -> fv8
+    (joint 'wheel_left_joint')), when ``joints`` are given."""
+    found = re.match(r"[A-Za-z]+(\d+)\b", name)
+    if joints is None or found is None or not 1 <= int(found.group(1)) <= len(joints):
+        return name
+    return f"{name} (joint '{joints[int(found.group(1)) - 1]}')"
 
 
 def joint_sigma(residual2: Array, counts: np.ndarray, r: int) -> Array:
@@ -158,7 +178,7 @@ def fit_factors(
     scale = np.sqrt(np.sum(R[:, :, :r] ** 2, axis=(0, 1)))  # column norms of X
     rows = int(counts.sum())
     check_determined(factor(np.vstack(R[:, :, :r] / np.where(scale > 0, scale, 1.0))), rows,
-                     scale, base)  # fmt: skip
+                     scale, base, model.chain.joint_names)  # fmt: skip
     Rs = R.copy()
     Rs[:, :, :r] /= scale  # factors of [X_j / scale, tau_j]
     weights = np.ones(n)

@@ -119,7 +119,7 @@ Sections and keys (every key is checked; unknown keys are errors):
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -493,18 +493,28 @@ def described_joints(
 
 
 def still_joints(states: bags.JointStates, tolerance: float = 1e-3) -> dict[str, float]:
-    """Joints whose logged position stays within ``tolerance`` (rad or m) of its median, with
-    that median: what a whole robot's other joints are locked at when a bag logs them."""
+    """Joints whose logged position stays within ``tolerance`` (rad or m), or within two of its
+    own encoder counts (the smallest step between its distinct values: a servo dithering by a
+    count holds still), of its median, with that median: what a whole robot's other joints
+    are locked at when a bag logs them."""
     position = states.position
     logged = np.isfinite(position).any(axis=0)
     median = np.full(position.shape[1], np.nan)
     median[logged] = np.nanmedian(position[:, logged], axis=0)
     spread = np.nanmax(np.abs(position - median), axis=0, initial=0.0, where=np.isfinite(position))
+    count = np.array([_count(position[:, j]) for j in range(position.shape[1])])
     return {
         name: float(m)
-        for name, m, s, ok in zip(states.names, median, spread, logged, strict=True)
-        if ok and s <= tolerance
+        for name, m, s, c, ok in zip(states.names, median, spread, count, logged, strict=True)
+        if ok and s <= max(tolerance, 2.0 * c)
     }
+
+
+def _count(values: Array) -> float:
+    """The smallest step between distinct finite values (an encoder count; 0 for fewer than
+    two distinct values)."""
+    distinct = np.unique(values[np.isfinite(values)])
+    return float(np.diff(distinct).min()) if distinct.size > 1 else 0.0
 
 
 def _model_joints(model: Section, chain: Chain) -> tuple[str, ...]:
@@ -687,7 +697,7 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
     path = reader.path(section, default=positions.table.get("file", ""))
     if bags.is_bag(path):  # a pose topic: positions (m) and orientations of the marker
         topic = section.string("topic")
-        poses = bags.read_poses(path, topic, section.string("child_frame", None))
+        poses = _tracked(bags.read_poses(path, topic, section.string("child_frame", None)))
         section.done()
         table = Table(path, ("t",), poses.t[:, None], poses.message)
         rotation = lie.quaternion_to_matrix(poses.quaternion_xyzw)
@@ -713,6 +723,28 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
         raise WorkbenchError(f"{section.where('position')}: a marker needs position or rotation")
     section.done()
     return Marker(name, frame, position, rotation), table, where
+
+
+def _tracked(poses: bags.Poses) -> bags.Poses:
+    """The poses with finite numbers: a motion-capture system that loses a marker publishes
+    NaN until it finds it again; those poses are left out, with a warning that counts them."""
+    finite = np.isfinite(poses.position).all(axis=1) & np.isfinite(poses.quaternion_xyzw).all(1)
+    where = f"{poses.path}: topic {poses.topic}"
+    if not finite.any():
+        raise WorkbenchError(f"{where}: none of its {finite.size} poses is finite (never tracked)")
+    if finite.all():
+        return poses
+    first = int(poses.message[~finite][0])
+    warnings.warn(
+        f"{where}: {int((~finite).sum())} of {finite.size} poses are not finite (marker lost, "
+        f"first in message {first}); left out",
+        WorkbenchWarning,
+        stacklevel=2,
+    )
+    return replace(
+        poses, t=poses.t[finite], position=poses.position[finite],
+        quaternion_xyzw=poses.quaternion_xyzw[finite], message=poses.message[finite],
+    )  # fmt: skip
 
 
 def _rotation(values: Array, kind: str, section: Section) -> Array:

@@ -33,7 +33,7 @@ from workbench import closed_chains, models
 from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
 from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
-from workbench.calibration.drives import DEFAULT_TERMS, Drives, read_drive_file, sidecar_path
+from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values
 from workbench.calibration.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.kinds import KINDS, kind
 from workbench.calibration.logs import logged_joints, read_log
@@ -149,9 +149,7 @@ def run_calibration(request: Request) -> Outcome:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WorkbenchWarning)
         chain, log_chain, urdf = _model(request, large)
-        nominal = None
-        if sidecar_path(urdf).is_file():
-            nominal = read_drive_file(sidecar_path(urdf), chain.n)[1]
+        nominal = nominal_drive_values(urdf, chain.joint_names)
         reading = dict(
             require=spec.requires, drop_bad_rows=request.drop_bad_rows,
             savgol_window=request.savgol_window, progress=request.progress,

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     from workbench import models
     from workbench.errors import WorkbenchError
-    from workbench.excitation.problem import read_problem
+    from workbench.excitation.problem import model_joints, read_problem
     from workbench.io import check_not_input, check_output_directory, results_directory
     from workbench.runtime import set_compile_message
 
@@ -69,10 +69,11 @@ def run(args: argparse.Namespace) -> int:
     check_not_input(args.out, args.problem, model_file, directory=True)
     if args.problem is not None and not Path(args.problem).is_file():
         raise WorkbenchError(f"problem file not found: {args.problem}")
-    chain = models.load(args.model)
+    joints, locked = model_joints(args.problem)
+    chain = models.load(args.model, joints=joints, locked=locked)
     problem = read_problem(args.problem, chain, args.kind)
     if problem.postures.tool is not None and args.kind == "kinematic":
-        chain = models.load(args.model, tool_frame=problem.postures.tool)
+        chain = models.load(args.model, problem.postures.tool, joints=joints, locked=locked)
     if not args.quiet:
         print(f"workbench excite: {_doing(args.kind, args.model, problem)}...", file=sys.stderr,
               flush=True)  # fmt: skip

@@ -24,6 +24,9 @@ also written as URDF, its viscous and Coulomb friction in <dynamics>.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from workbench.errors import WorkbenchError
 
 HELP = "write a model (named, URDF, closed chain or calibration results) as MuJoCo MJCF"
 
@@ -40,15 +43,18 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import warnings
     from dataclasses import replace
-    from pathlib import Path
 
     import numpy as np
 
     from workbench import closed_chains, models
-    from workbench.calibration.drives import read_drive_file, sidecar_path, simulator_terms
+    from workbench.calibration.drives import (
+        numbered_joints,
+        read_drive_file,
+        sidecar_path,
+        simulator_terms,
+    )
     from workbench.calibration.kind_names import FURTHER_TERMS
     from workbench.closed_chains import mjcf as closed_mjcf
-    from workbench.errors import WorkbenchError
     from workbench.io import check_output_file
     from workbench.mjcf import MESH_FORMATS, Mesh, write_mjcf
     from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
@@ -63,12 +69,13 @@ def run(args: argparse.Namespace) -> int:
         raise WorkbenchError(f"--mjcf and --urdf name the same file {args.mjcf}")
 
     source = Path(args.model)
-    closed, drive_file, package_dirs = None, None, []
+    closed, drive_file, package_dirs, calibrated = None, None, [], None
     if source.is_dir():
         urdf = source / "calibrated.urdf"
         if not urdf.is_file():
             raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
         drive_file = source / "calibrated.drives.toml"
+        calibrated = numbered_joints(drive_file)
         if (source / "calibrated.toml").is_file():
             closed = closed_chains.read(source / "calibrated.toml")
         inputs = [urdf, drive_file, source / "calibrated.toml"]
@@ -101,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     armature, couplings = np.zeros(chain.n), []
     if drive_file.is_file():  # per joint, or per motor of a closed chain
         driven = closed.active if closed is not None else np.arange(chain.n)
+        if closed is None and calibrated is not None:  # a whole robot: the calibrated joints
+            driven = np.array([_joint_index(chain, name, drive_file) for name in calibrated])
         drives, values = read_drive_file(drive_file, len(driven))
         own = simulator_terms(drives, values)
         unwritten = [t for t in drives.terms if t in FURTHER_TERMS]
@@ -207,10 +216,15 @@ def _same(a, b) -> bool:
 
 
 def _has_frame(chain, name: str) -> bool:
-    from workbench.errors import WorkbenchError
-
     try:
         chain.parent_of(name)
     except WorkbenchError:
         return False
     return True
+
+
+def _joint_index(chain, name: str, drive_file: Path) -> int:
+    """The index in ``chain`` of a joint the drive file numbers."""
+    if name not in chain.joint_names:
+        raise WorkbenchError(f"{drive_file}: calibrated joint '{name}' is not a joint of the model")
+    return chain.joint_names.index(name)

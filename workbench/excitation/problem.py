@@ -9,6 +9,10 @@ Sections and keys (SI units, angles in rad):
     written (1), ``start``: "free" (default) or the posture at t = 0 (one
     value per joint). Rest (dq = ddq = 0) at the start and end always holds.
 ``[model]``
+    ``joints``: the joints the experiment moves, for a whole robot (wheels, a
+    head, hands): every other movable joint is locked at its value in
+    ``[model.locked]`` (joint = rad or m), else at zero, as in a log
+    description (:func:`model_joints`; default: every joint of the model);
     ``terms``: drive terms of the torque model (["friction"]; see
     ``workbench.calibration.drives``); ``friction_speed`` (rad/s, 0.05):
     Coulomb friction is ``tanh(3 dq / friction_speed)`` during the design
@@ -141,6 +145,18 @@ class ExcitationProblem:
 KIND_SECTIONS = {"kinematic": ("postures",), "dynamic or twist": ("trajectory", "model")}
 
 
+def model_joints(path: str | os.PathLike | None) -> tuple[list[str] | None, dict[str, float]]:
+    """A problem file's ``[model] joints`` (None: every joint) and ``[model.locked]`` values,
+    for loading the model the rest of the file is read against."""
+    if path is None:
+        return None, {}
+    top = Section(read_toml(Path(path), "problem file"), str(path))
+    model = top.section("model")
+    table = model.section("locked")
+    locked = {name: table.number(name) for name in table.table}
+    return (model.strings("joints") if "joints" in model else None), locked
+
+
 def read_problem(
     path: str | os.PathLike | None, chain: Chain, kind: str | None = None
 ) -> ExcitationProblem:
@@ -192,6 +208,8 @@ def read_problem(
     s.done()
 
     s = top.section("model")
+    s.raw("joints", None)  # read by model_joints, before the model was loaded
+    s.section("locked")
     noise = per_joint(s, "noise", None, positive=True)
     model = ModelSettings(
         terms=tuple(s.strings("terms", ["friction"], choices=TERMS)),
@@ -276,10 +294,16 @@ def _check_sizes(s: Section, trajectory: TrajectorySettings, n: int) -> None:
     )
 
 
+def _joints_only(top: Section, name: str) -> bool:
+    """Whether section ``name`` is a [model] that only names joints (which every kind reads)."""
+    table = top.table.get(name)
+    return name == "model" and isinstance(table, dict) and set(table) <= {"joints", "locked"}
+
+
 def _check_kind(top: Section, kind: str) -> None:
     """Refuse a problem file whose sections belong to another kind of experiment."""
     for file_kind, sections in KIND_SECTIONS.items():
-        found = [f"[{name}]" for name in sections if name in top]
+        found = [f"[{name}]" for name in sections if name in top and not _joints_only(top, name)]
         if found and kind not in file_kind.split(" or "):
             reads = (
                 "[postures], [limits], [design] seed"
