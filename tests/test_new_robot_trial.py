@@ -317,20 +317,7 @@ def test_mocap_poses_lost_while_tracking_are_left_out_of_the_standstill_postures
     assert np.allclose(marker.position, expected, atol=1e-9)
 
 
-@pytest.mark.parametrize(
-    "loss",
-    [
-        "linear",
-        pytest.param(
-            "huber",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="calibration/dynamic.py, fit: its check_determined call (robust losses) "
-                "does not pass model.chain.joint_names",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("loss", ["linear", "huber"])
 def test_a_wheel_that_never_accelerates_is_named_by_its_joint(loss):
     """A wheel at exactly constant speed: its inertia column is zero. The refusal names
     'Izz2 (joint 'wheel_left_joint')', whatever the loss."""

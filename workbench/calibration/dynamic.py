@@ -199,7 +199,9 @@ def fit_equations(
     X, y, joint = _fitted_rows(equations, rows)
     n, r = model.chain.n, X.shape[1]
     scale = np.linalg.norm(X, axis=0)
-    check_determined(X / np.where(scale > 0, scale, 1.0), y.size, scale, base)
+    check_determined(
+        X / np.where(scale > 0, scale, 1.0), y.size, scale, base, model.chain.joint_names
+    )
     Xs = X / scale
     weights = np.ones_like(y)
     if weighted:
