@@ -725,7 +725,7 @@ def workbench_tx40() -> dict:
     import workbench as wb
     from workbench.calibration.drives import read_drive_file, sidecar_path
     from workbench.calibration.kinds import DynamicProblem, Options
-    from workbench.calibration.logs import read_log
+    from workbench.calibration.log_files import read_log
 
     start = time.perf_counter()
     chain = wb.models.load("staubli_tx40")
@@ -776,7 +776,7 @@ def workbench_ur10() -> dict:
     """
     import workbench as wb
     from workbench.calibration.kinds import KinematicCalibrationProblem, Options
-    from workbench.calibration.logs import read_log
+    from workbench.calibration.log_files import read_log
 
     chain = wb.models.load("ur10e")
     log = read_log(REPOSITORY / "models" / "ur10" / "calibration.toml", chain)

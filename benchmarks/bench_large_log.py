@@ -142,7 +142,7 @@ def identify(kind: str, model: str, path: str, out: str | None) -> dict:
 
             log = open_chunked_log(path, chain)
         else:
-            from workbench.calibration.logs import read_log
+            from workbench.calibration.log_files import read_log
 
             log = read_log(path, chain, require=("tau",))
         model_ = TorqueModel(chain, Drives(chain.n))

@@ -31,7 +31,7 @@ import numpy as np
 
 import workbench as wb
 from workbench import inertia
-from workbench.calibration.logs import read_log, write_log
+from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.payload import com_form, identify_payload
 from workbench.calibration.simulate import payload_log
 from workbench.excitation.payload import design_payload_excitation

@@ -272,7 +272,7 @@ def test_known_payload_is_taken_off(iiwa):
     payload appended): declaring the payload gives the robot's own base parameters."""
     from dataclasses import replace as copy_with
 
-    from workbench.calibration.samples import Log
+    from workbench.calibration.log import Log
 
     link = iiwa.n - 1
     phi = wb.inertia.phi_from_com(2.0, np.array([0.01, -0.02, 0.08]), np.diag([0.01, 0.012, 0.004]))

@@ -23,7 +23,7 @@ import workbench as wb
 from workbench.calibration import signals
 from workbench.calibration.drive_gains import identify_drive_gains, with_payload
 from workbench.calibration.drives import Drives
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.simulate import exciting_trajectory, perturbed_truth
 from workbench.calibration.torque_model import TorqueModel
 

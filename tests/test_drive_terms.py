@@ -32,9 +32,9 @@ from workbench.calibration.drives import (
     read_drive_file,
 )
 from workbench.calibration.dynamic import calibrate_dynamic
-from workbench.calibration.logs import read_log, write_log
+from workbench.calibration.log import Defaults, Log
+from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.recording import read_description
-from workbench.calibration.samples import Defaults, Log
 from workbench.calibration.sensor_delay import delayed_torques
 from workbench.calibration.simulate import drive_truth, simulate_log
 from workbench.calibration.term_screening import benefit_rows

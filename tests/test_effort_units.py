@@ -22,7 +22,7 @@ from workbench.calibration.effort_units import (
     compare_efforts,
     nominal_torques,
 )
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.simulate import simulate_log
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 

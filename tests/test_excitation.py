@@ -13,7 +13,7 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.drives import Drives
-from workbench.calibration.logs import read_log
+from workbench.calibration.log_files import read_log
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.cli import main
 from workbench.errors import WorkbenchError

@@ -26,8 +26,8 @@ from workbench.calibration.fit_plausibility import (
     check_fit,
     diagnose,
 )
-from workbench.calibration.logs import read_log, write_log
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
+from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.simulate import exciting_trajectory, perturbed_truth, simulate_log
 from workbench.errors import ImplausibleFit, WorkbenchError
 

@@ -1,7 +1,7 @@
 """Property-based fuzzing of the readers of user files: any bytes give a result or a WorkbenchError.
 
 The CSV/NPZ table reader (:func:`workbench.calibration.tables.read_table`),
-the log reader on top of it (:func:`workbench.calibration.logs.read_log`),
+the log reader on top of it (:func:`workbench.calibration.log_files.read_log`),
 the TOML reader with its typed accessors (:func:`workbench.config.read_toml`,
 :class:`workbench.config.Section`) and log descriptions
 (:func:`workbench.calibration.recording.read_description`) get random bytes,
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench.calibration.logs import read_log
+from workbench.calibration.log_files import read_log
 from workbench.calibration.recording import read_description
 from workbench.calibration.tables import read_table
 from workbench.config import Section, read_toml

@@ -21,9 +21,9 @@ import pytest
 
 import workbench as wb
 from workbench.calibration import plausibility
-from workbench.calibration.logs import read_log, write_log
+from workbench.calibration.log import Log
+from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.report import json_ready
-from workbench.calibration.samples import Log
 from workbench.calibration.simulate import simulate_log
 from workbench.cli import build_parser, main
 from workbench.config import read_toml

@@ -16,7 +16,7 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.kinematic import KinematicModel, KinematicProblem, calibrate_kinematic
-from workbench.calibration.samples import Log, Marker
+from workbench.calibration.log import Log, Marker
 from workbench.calibration.simulate import exciting_trajectory, perturbed_truth
 from workbench.testing import central_differences
 

@@ -19,7 +19,7 @@ from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
 from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.drives import Drives
 from workbench.calibration.dynamic import calibrate_dynamic, torque_equations
-from workbench.calibration.logs import read_log, write_log
+from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.problem import Options
 from workbench.calibration.report import write_report
 from workbench.calibration.simulate import simulate_log

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.logs import read_log, write_log
+from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.simulate import simulate_log
 
 

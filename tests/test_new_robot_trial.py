@@ -13,7 +13,7 @@ import pytest
 
 from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.fit_plausibility import absurd_parameters, check_fit
-from workbench.calibration.logs import read_log
+from workbench.calibration.log_files import read_log
 from workbench.calibration.tables import write_table
 from workbench.calibration.validation import Folds
 from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
@@ -321,8 +321,8 @@ def test_mocap_poses_lost_while_tracking_are_left_out_of_the_standstill_postures
 def test_a_wheel_that_never_accelerates_is_named_by_its_joint(loss):
     """A wheel at exactly constant speed: its inertia column is zero. The refusal names
     'Izz2 (joint 'wheel_left_joint')', whatever the loss."""
+    from workbench.calibration.log import Log
     from workbench.calibration.problem import Options
-    from workbench.calibration.samples import Log
 
     chain = load("tiago", joints=["arm_1_joint", "wheel_left_joint"])
     t = np.arange(2000) / 100.0
@@ -340,7 +340,7 @@ def test_a_head_servo_dithering_by_one_encoder_count_is_held_still(tmp_path):
     holds its position within one count of its 12-bit encoder (1.5 mrad) was taken for a
     moving joint, calibrated, and the fit failed with heads of 24 kg m^2 ('likely cause:
     unknown'). It is held still, at its median."""
-    from workbench.calibration.logs import logged_joints
+    from workbench.calibration.log_files import logged_joints
 
     t = np.arange(1200) / RATE
     names, q, tau = whole_robot_log(t)

@@ -22,7 +22,8 @@ import workbench as wb
 from workbench import inertia
 from workbench.calibration.consistency import DELTA
 from workbench.calibration.drives import Drives, drive_file_text
-from workbench.calibration.logs import read_log, write_log
+from workbench.calibration.log import Log
+from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.payload import (
     com_form,
     com_jacobian,
@@ -30,7 +31,6 @@ from workbench.calibration.payload import (
     payload_table,
     urdf_snippet,
 )
-from workbench.calibration.samples import Log
 from workbench.calibration.simulate import payload_log, with_payload
 from workbench.calibration.tables import read_table, write_table
 from workbench.cli import main

@@ -13,7 +13,7 @@ import pytest
 import workbench as wb
 from workbench.calibration.clock import resample, uniform_clock
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.logs import read_log
+from workbench.calibration.log_files import read_log
 from workbench.calibration.simulate import perturbed_truth
 from workbench.calibration.tables import write_table
 from workbench.calibration.trajectories import exciting_trajectory

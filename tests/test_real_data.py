@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.logs import read_log
+from workbench.calibration.log_files import read_log
 from workbench.calibration.torque_model import parse_expression
 from workbench.cli import main
 from workbench.resources import shipped

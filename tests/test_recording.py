@@ -15,7 +15,7 @@ from scipy import signal
 from scipy.spatial.transform import Rotation
 
 import workbench as wb
-from workbench.calibration.logs import read_log
+from workbench.calibration.log_files import read_log
 
 DEG = np.pi / 180.0
 

@@ -5,9 +5,9 @@ imported on first use, so that ``import workbench.calibration`` stays light
 (no Pinocchio, numba, CasADi or Dask until a name needs them) and the
 command line starts fast::
 
-    __all__, __getattr__ = exports(__name__, {"read_log": "logs", "plots": None})
+    __all__, __getattr__ = exports(__name__, {"read_log": "log_files", "plots": None})
 
-A module ``"logs"`` is relative to the package (``"workbench.io"``: absolute);
+A module ``"log_files"`` is relative to the package (``"workbench.io"``: absolute);
 ``None`` makes the name a submodule of the package.
 """
 

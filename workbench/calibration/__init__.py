@@ -30,10 +30,10 @@ from __future__ import annotations
 from workbench.exports import exports
 
 _NAMES = {
-    "Log": "samples",
-    "read_log": "logs",
-    "write_log": "logs",
-    "logged_joints": "logs",
+    "Log": "log",
+    "read_log": "log_files",
+    "write_log": "log_files",
+    "logged_joints": "log_files",
     "read_description": "recording",
     "read_joint_states": "bags",
     "read_poses": "bags",

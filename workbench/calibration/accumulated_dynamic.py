@@ -25,6 +25,7 @@ from workbench.calibration import plausibility
 from workbench.calibration.chunked_logs import ChunkedLog, read_part
 from workbench.calibration.drive_shapes import refuse_further
 from workbench.calibration.dynamic_problem import DynamicOutputs, Terms, TorqueSetup, torque_setup
+from workbench.calibration.log import Log
 from workbench.calibration.normal_equations import (
     Split,
     accumulate,
@@ -34,7 +35,6 @@ from workbench.calibration.normal_equations import (
     sample_stride,
 )
 from workbench.calibration.problem import Options, Residuals
-from workbench.calibration.samples import Log
 from workbench.calibration.torque_problem import log_drives
 from workbench.calibration.validation import EndSplit, Folds, default_validation
 from workbench.chain import Chain

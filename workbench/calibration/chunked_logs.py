@@ -10,7 +10,7 @@ of every part (counts, time order, columns); :func:`read_part` reads one part.
 Large logs come **pre-processed**: the zero-phase Butterworth filter (forward
 and backward over the whole signal), the central differences and
 Savitzky-Golay differentiation of the in-memory readers
-(:mod:`workbench.calibration.logs`) work on whole signals and are not
+(:mod:`workbench.calibration.log_files`) work on whole signals and are not
 reproduced part by part, so velocities and accelerations must be logged, and
 decimation is not applied (the log's rows are the torque equations, as for a
 table log in memory). Log descriptions (``.toml``) stay in memory. NaN or
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.calibration.samples import Defaults
+from workbench.calibration.log import Defaults
 from workbench.calibration.tables import read_table
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError

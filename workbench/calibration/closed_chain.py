@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.trajectories import exciting_trajectory
 from workbench.calibration.twist import TwistModel, TwistProblem
 from workbench.closed_chains.derivatives import closed_chain_derivatives

@@ -44,6 +44,7 @@ from tqdm import tqdm
 from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.exact_urdf import calibrated_urdf
 from workbench.calibration.kinds import kind
+from workbench.calibration.log import Log
 from workbench.calibration.problem import (
     CalibrationProblem,
     Options,
@@ -51,7 +52,6 @@ from workbench.calibration.problem import (
     relative_rms_of,
     shown,
 )
-from workbench.calibration.samples import Log
 from workbench.calibration.selection import select
 from workbench.calibration.selection import table as selection_table
 from workbench.calibration.validation import EndSplit, Folds, default_validation

@@ -49,7 +49,7 @@ from workbench.calibration import signals
 from workbench.calibration.drives import DEFAULT_TERMS, Drives
 from workbench.calibration.dynamic import torque_equations
 from workbench.calibration.least_squares import check_determined, joint_sigma
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.chain import PRISMATIC, Chain
 from workbench.errors import WorkbenchError

@@ -57,7 +57,7 @@ from workbench.calibration import signals
 from workbench.calibration.drives import STRIBECK_EXPONENT, Drives, stribeck_shape
 from workbench.calibration.kind_names import FURTHER_TERMS
 from workbench.calibration.least_squares import DynamicFit, joint_sigma
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.sensor_delay import FractionalDelay, delay_bound
 from workbench.calibration.torque_model import BaseParameters, TorqueModel
 from workbench.dynamics.inverse_dynamics import inverse_dynamics

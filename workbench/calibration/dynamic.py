@@ -56,12 +56,12 @@ from workbench.calibration.least_squares import (
     joint_factors,
     joint_sigma,
 )
+from workbench.calibration.log import Log
 from workbench.calibration.normal_equations import (
     NormalEquations,
     accumulate,
     fit_normal_equations,
 )
-from workbench.calibration.samples import Log
 from workbench.calibration.sensor_delay import delayed_torques
 from workbench.calibration.solver import irls_weights
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters

@@ -34,10 +34,10 @@ from workbench.calibration.dynamic import (
     torque_equations,
 )
 from workbench.calibration.least_squares import fit_factors, merge_factors
+from workbench.calibration.log import Log
 from workbench.calibration.parameter_figures import relative_stds, std_figure
 from workbench.calibration.problem import Options, SampleBlocks
 from workbench.calibration.regressor_blocks import RegressorBlocks, regressor_blocks, shared_columns
-from workbench.calibration.samples import Log
 from workbench.calibration.term_screening import benefit_summary, screen_terms, trial_terms
 from workbench.calibration.torque_model import BaseParameters, TorqueModel, base_parameters
 from workbench.calibration.torque_problem import (

@@ -51,7 +51,7 @@ import numpy as np
 
 from workbench.calibration.drives import Drives, drive_torques
 from workbench.calibration.kind_names import CLASSIC_TERMS, TERMS
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.chain import PRISMATIC, Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError

@@ -80,7 +80,7 @@ from workbench.calibration.effort_units import (
     sample_rows,
     without_drive_terms,
 )
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.units import joint_units
 from workbench.chain import REVOLUTE, Chain
 from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning

@@ -28,8 +28,8 @@ from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.dynamic_problem import DynamicProblem
 from workbench.calibration.kind_names import DESCRIPTIONS
 from workbench.calibration.kinematic_problem import KinematicCalibrationProblem
+from workbench.calibration.log import Log
 from workbench.calibration.problem import CalibrationProblem, Options
-from workbench.calibration.samples import Log
 from workbench.calibration.twist_problem import TwistCalibrationProblem
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError

@@ -74,7 +74,7 @@ from scipy.linalg import block_diag
 
 from workbench import lie
 from workbench.calibration import kinematic_kernels as kk
-from workbench.calibration.samples import Log, Marker
+from workbench.calibration.log import Log, Marker
 from workbench.calibration.solver import (
     Normal,
     Solution,

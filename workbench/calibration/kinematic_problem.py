@@ -17,9 +17,9 @@ import numpy as np
 
 from workbench import lie
 from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
+from workbench.calibration.log import Log
 from workbench.calibration.parameter_figures import eta_entries, relative_std
 from workbench.calibration.problem import Options, Residuals, SampleBlocks
-from workbench.calibration.samples import Log
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.eta import twist_covariance

@@ -64,7 +64,7 @@ from workbench.calibration.consistency import DELTA
 from workbench.calibration.drives import Drives
 from workbench.calibration.dynamic import payload_torques
 from workbench.calibration.least_squares import joint_sigma
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.chain import Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import regressor_columns

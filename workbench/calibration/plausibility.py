@@ -46,7 +46,7 @@ from dataclasses import replace
 import numpy as np
 
 from workbench import inertia
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.chain import INERTIA_ATOL, INERTIA_RTOL, PRISMATIC, Chain
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.errors import WorkbenchError, WorkbenchWarning

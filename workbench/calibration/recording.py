@@ -128,8 +128,8 @@ from workbench import inertia, lie
 from workbench.calibration import bags, signals, standstill
 from workbench.calibration import clock as clock_module
 from workbench.calibration.drives import TERMS
+from workbench.calibration.log import Defaults, Log, Marker
 from workbench.calibration.plausibility import check_channels
-from workbench.calibration.samples import Defaults, Log, Marker
 from workbench.calibration.tables import Table, read_table
 from workbench.chain import PRISMATIC, Chain
 from workbench.config import Section, read_toml

@@ -37,7 +37,7 @@ from workbench.calibration.dynamic import (
     payload_torques,
 )
 from workbench.calibration.least_squares import joint_factors, merge_factors
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.sensor_delay import delayed_torques
 from workbench.calibration.torque_model import BaseParameters, TorqueModel
 from workbench.errors import WorkbenchError

@@ -36,9 +36,9 @@ from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values
 from workbench.calibration.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.kinds import KINDS, kind
-from workbench.calibration.logs import logged_joints, read_log
+from workbench.calibration.log import Log
+from workbench.calibration.log_files import logged_joints, read_log
 from workbench.calibration.problem import Options
-from workbench.calibration.samples import Log
 from workbench.calibration.validation import EndSplit, Folds
 from workbench.errors import WorkbenchError, WorkbenchWarning
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.lie import Array
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from workbench import inertia, lie
 from workbench.calibration.drives import STRIBECK_EXPONENT
 from workbench.calibration.kinds import kind as calibration_kind
-from workbench.calibration.logs import Log
+from workbench.calibration.log_files import Log
 from workbench.calibration.trajectories import exciting_trajectory
 from workbench.chain import Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics

@@ -18,8 +18,8 @@ import numpy as np
 
 from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.drives import DEFAULT_TERMS, Drives
+from workbench.calibration.log import Log
 from workbench.calibration.problem import Options, Residuals, relative_rms_of
-from workbench.calibration.samples import Log
 from workbench.calibration.units import effort_unit, joint_units
 from workbench.chain import Chain
 from workbench.lie import Array

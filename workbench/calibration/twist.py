@@ -28,7 +28,7 @@ from scipy.linalg import block_diag
 from workbench import inertia
 from workbench.calibration import signals
 from workbench.calibration.drives import Drives
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.solver import Solution, Subspace, identifiable_subspace
 from workbench.calibration.solver import levenberg_marquardt as lm
 from workbench.chain import Chain

@@ -16,9 +16,9 @@ import numpy as np
 from workbench.calibration.closed_chain import ClosedChainTwistProblem
 from workbench.calibration.drive_shapes import refuse_further
 from workbench.calibration.drives import drive_file_text
+from workbench.calibration.log import Log
 from workbench.calibration.parameter_figures import eta_entries, relative_std
 from workbench.calibration.problem import Options, SampleBlocks
-from workbench.calibration.samples import Log
 from workbench.calibration.torque_problem import (
     TorqueProblem,
     log_drives,

@@ -124,7 +124,7 @@ def _identify(args: argparse.Namespace) -> int:
     from workbench import models
     from workbench.calibration.consistency import DELTA
     from workbench.calibration.drives import read_drive_file, sidecar_path
-    from workbench.calibration.logs import logged_joints, read_log
+    from workbench.calibration.log_files import logged_joints, read_log
     from workbench.calibration.payload import (
         expressed_in,
         fit_payload,
@@ -272,9 +272,9 @@ def _excite(args: argparse.Namespace) -> int:
             f"{problem.design.max_iterations} iterations per start)...",
             file=sys.stderr, flush=True,
         )  # fmt: skip
-    from workbench.calibration.logs import write_log  # after the line: 1 s of imports
+    from workbench.calibration.log import Log
+    from workbench.calibration.log_files import write_log  # after the line: 1 s of imports
     from workbench.calibration.payload import COM_NAMES
-    from workbench.calibration.samples import Log
     from workbench.excitation.payload import design_payload_excitation, hold_posture
     from workbench.io import atomic_write_text, results_directory
     from workbench.viz import excitation_plots as plots

@@ -73,7 +73,7 @@ def truth_stem(out: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from workbench import models
-    from workbench.calibration.logs import write_log
+    from workbench.calibration.log_files import write_log
     from workbench.calibration.simulate import drive_truth, simulate_log
     from workbench.io import atomic_write_text
     from workbench.urdf import write_urdf
@@ -133,7 +133,7 @@ def _closed(args: argparse.Namespace, out) -> int:
     from workbench import closed_chains
     from workbench.calibration.closed_chain import simulate_closed_log
     from workbench.calibration.kinds import KINDS
-    from workbench.calibration.logs import write_log
+    from workbench.calibration.log_files import write_log
     from workbench.errors import WorkbenchError
     from workbench.io import atomic_write_text
     from workbench.urdf import write_urdf

@@ -28,7 +28,7 @@ import numpy as np
 
 from workbench.calibration.drives import Drives, read_drive_file, sidecar_path
 from workbench.calibration.dynamic import calibrate_dynamic
-from workbench.calibration.samples import Log
+from workbench.calibration.log import Log
 from workbench.calibration.simulate import perturbed_truth
 from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.chain import Chain

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.calibration.kinematic import KinematicProblem
-from workbench.calibration.samples import Marker
+from workbench.calibration.log import Marker
 from workbench.calibration.solver import identifiable_subspace
 from workbench.chain import Chain
 from workbench.config import check_memory

@@ -44,7 +44,7 @@ from scipy.signal import savgol_filter
 
 from workbench.calibration import bags, plausibility, recording
 from workbench.calibration.clock import resample, uniform_clock
-from workbench.calibration.samples import Defaults, Log, Marker
+from workbench.calibration.log import Defaults, Log, Marker
 from workbench.calibration.tables import DroppedRow, Table, read_header, read_table, write_table
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError, excerpt

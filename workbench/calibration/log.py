@@ -1,7 +1,7 @@
-"""Samples of a calibration log: joint trajectories, torques, measured marker poses.
+"""A calibration log in memory: joint trajectories, torques, measured marker poses.
 
 A :class:`Log` is what every calibration reads, whatever file it came from
-(:mod:`workbench.calibration.logs`): joint side, SI units, the model's joint
+(:mod:`workbench.calibration.log_files`): joint side, SI units, the model's joint
 order, time on axis 0.
 """
 
