@@ -623,3 +623,22 @@ def test_payload_section(tmp_path, planar):
     bad = base + payload.replace("[model.payload]\n", '[model.payload]\nlink = "nope"\n')
     with pytest.raises(wb.WorkbenchError, match=r"\[model.payload\] link = 'nope'"):
         read_log(write_description(tmp_path, bad, "bad.toml"), planar)
+
+
+def test_an_unknown_torque_model_term_is_named_with_the_choices(tmp_path, planar):
+    """A misspelt `[model] terms` entry is refused naming the file, the key, the entry and the
+    terms the torque model has (every one of workbench.calibration.drives' TERMS)."""
+    from workbench.calibration.drives import TERMS
+
+    q = static_poses(planar, 30, seed=1)
+    write_table(tmp_path / "data.csv", ["a", "b", "ta", "tb"], np.column_stack([q, q]))
+    path = write_description(
+        tmp_path,
+        '[positions]\nfile = "data.csv"\ncolumns = ["a", "b"]\n[torques]\nfile = "data.csv"\n'
+        'columns = ["ta", "tb"]\n[model]\nterms = ["friction", "stribek"]\n',
+    )
+    with pytest.raises(wb.WorkbenchError) as error:
+        read_log(path, planar, require=("tau",))
+    message = str(error.value)
+    assert message.startswith(f"{path}: [model] terms: unknown 'stribek'; choose from ")
+    assert all(repr(term) in message for term in TERMS)

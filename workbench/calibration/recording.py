@@ -252,14 +252,7 @@ def _read(
         _check_resampled(q, dq, tau, chain, clock, str(path))
     processing = top.section("processing")
     payload = _payload(model.section("payload"), chain)
-    terms = model.strings("terms", None)
-    if terms is not None:
-        unknown = [t for t in terms if t not in TERMS]
-        if unknown:
-            raise WorkbenchError(
-                f"{model.where('terms')}: unknown term(s) {', '.join(unknown)}; "
-                f"choose from {', '.join(TERMS)}"
-            )
+    terms = model.strings("terms", None, choices=TERMS)
     model.done()
     defaults = _defaults(top.section("validation"), terms)
     dropped = tuple(sorted({d for table in tables for d in table.dropped}, key=lambda d: d.line))
