@@ -167,3 +167,21 @@ def test_a_table_log_on_a_jittery_clock_is_resampled_and_split(tmp_path, planar)
     _, _, dq, _ = exciting_trajectory(planar, SAMPLES, 1.0 / RATE, seed=0, times=log.t)
     inner = np.concatenate([np.arange(a + 10, b - 10) for a, b in log.segments])
     assert np.abs(log.dq[inner] - dq[inner]).max() < 1e-2 * np.abs(dq).max()
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.25])
+def test_epoch_stamps_give_the_clock_period_not_their_rounding(jitter):
+    """Stamps at today's epoch (1.7e9 s) in float64 are multiples of 0.24 µs: every 5 ms step
+    rounds to one of two values and their median is off by up to 24 ppm (1 ms over 40 s).
+    The period comes out of the span instead: within one rounding (1e-7 of the true 5 ms) and,
+    with stamps jittered by +-25 % of a period, within the two end stamps' jitter over the
+    span (the median of steps that jitter by +-50 % is off by about 0.3 %); 1 % of the
+    samples dropped. The grid ends where the stamps end."""
+    rng = np.random.default_rng(3)
+    k = np.flatnonzero(rng.uniform(size=8000) > 0.01)  # 1 % dropped
+    t = 1.7e9 + 0.005 * (k + rng.uniform(-jitter, jitter, k.size))
+    steps = np.diff(t)
+    assert abs(np.median(steps) / 0.005 - 1) > 1e-6  # the rounding the median would keep
+    clock = uniform_clock(t)
+    assert abs(clock.period / 0.005 - 1) < 1e-7 + 2 * jitter / (k[-1] - k[0])
+    assert abs(clock.t[-1] - t[-1]) < 0.5 * 0.005
