@@ -847,13 +847,13 @@ def _process(
     order = section.integer("lowpass_order", 4, minimum=1)
     cutoff = section.number("lowpass_hz", min(100.0, rate / 5.0), positive=True)
     target = section.number("decimate_to_hz", 100.0 if rate > 200.0 else rate, positive=True)
-    if target > rate * (1.0 + 1e-9):  # a median period carries rounding
+    if target > rate * (1.0 + 1e-3):  # a measured period carries the clock's jitter
         raise WorkbenchError(
             f"{section.where('decimate_to_hz')} = {target:g} Hz is above the sample rate "
             f"{rate:g} Hz"
         )
     decimation = max(1, round(rate / target))
-    if abs(rate / decimation - target) > 1e-6 * target:
+    if abs(rate / decimation - target) > 1e-3 * target:  # as above
         warnings.warn(
             f"{section.where('decimate_to_hz')} = {target:g} Hz: the sample rate {rate:g} Hz "
             f"allows whole factors only; decimating by {decimation} to {rate / decimation:g} Hz",
