@@ -194,9 +194,14 @@ def rpy_to_matrix(rpy: ArrayLike) -> Array:
 def exp_se3(V: ArrayLike) -> Array:
     """Homogeneous transform exp([V]); (..., 6) -> (..., 4, 4)."""
     V = np.asarray(V, dtype=float)
+    w = V[..., :3]
+    a, b, c = _rotation_coefficients(np.linalg.norm(w, axis=-1))
+    W = hat3(w)
+    W2 = W @ W
     T = np.zeros((*V.shape[:-1], 4, 4))
-    T[..., :3, :3] = exp_so3(V[..., :3])
-    T[..., :3, 3] = np.einsum("...ij,...j->...i", left_jacobian_so3(V[..., :3]), V[..., 3:])
+    T[..., :3, :3] = np.eye(3) + a[..., None, None] * W + b[..., None, None] * W2  # exp_so3
+    J = np.eye(3) + b[..., None, None] * W + c[..., None, None] * W2  # left_jacobian_so3
+    T[..., :3, 3] = np.einsum("...ij,...j->...i", J, V[..., 3:])
     T[..., 3, 3] = 1.0
     return T
 
