@@ -91,12 +91,12 @@ def _rotation_coefficients(theta: Array) -> tuple[Array, Array, Array]:
     small = theta < _SMALL_ANGLE
     t = np.where(small, 1.0, theta)
     t2 = theta * theta
-    t4, t6 = t2 * t2, t2 * t2 * t2
-    a = np.where(small, 1.0 - t2 / 6.0 + t4 / 120.0 - t6 / 5040.0, np.sin(t) / t)
+    t4 = t2 * t2
+    t6 = t4 * t2
+    sin = np.sin(t)
+    a = np.where(small, 1.0 - t2 / 6.0 + t4 / 120.0 - t6 / 5040.0, sin / t)
     b = np.where(small, 0.5 - t2 / 24.0 + t4 / 720.0 - t6 / 40320.0, (1.0 - np.cos(t)) / (t * t))
-    c = np.where(
-        small, 1.0 / 6.0 - t2 / 120.0 + t4 / 5040.0 - t6 / 362880.0, (t - np.sin(t)) / t**3
-    )
+    c = np.where(small, 1.0 / 6.0 - t2 / 120.0 + t4 / 5040.0 - t6 / 362880.0, (t - sin) / t**3)
     return a, b, c
 
 
