@@ -91,12 +91,12 @@ def _rotation_coefficients(theta: Array) -> tuple[Array, Array, Array]:
     small = theta < _SMALL_ANGLE
     t = np.where(small, 1.0, theta)
     t2 = theta * theta
-    t4, t6 = t2 * t2, t2 * t2 * t2
-    a = np.where(small, 1.0 - t2 / 6.0 + t4 / 120.0 - t6 / 5040.0, np.sin(t) / t)
+    t4 = t2 * t2
+    t6 = t4 * t2
+    sin = np.sin(t)
+    a = np.where(small, 1.0 - t2 / 6.0 + t4 / 120.0 - t6 / 5040.0, sin / t)
     b = np.where(small, 0.5 - t2 / 24.0 + t4 / 720.0 - t6 / 40320.0, (1.0 - np.cos(t)) / (t * t))
-    c = np.where(
-        small, 1.0 / 6.0 - t2 / 120.0 + t4 / 5040.0 - t6 / 362880.0, (t - np.sin(t)) / t**3
-    )
+    c = np.where(small, 1.0 / 6.0 - t2 / 120.0 + t4 / 5040.0 - t6 / 362880.0, (t - sin) / t**3)
     return a, b, c
 
 
@@ -194,9 +194,14 @@ def rpy_to_matrix(rpy: ArrayLike) -> Array:
 def exp_se3(V: ArrayLike) -> Array:
     """Homogeneous transform exp([V]); (..., 6) -> (..., 4, 4)."""
     V = np.asarray(V, dtype=float)
+    w = V[..., :3]
+    a, b, c = _rotation_coefficients(np.linalg.norm(w, axis=-1))
+    W = hat3(w)
+    W2 = W @ W
     T = np.zeros((*V.shape[:-1], 4, 4))
-    T[..., :3, :3] = exp_so3(V[..., :3])
-    T[..., :3, 3] = np.einsum("...ij,...j->...i", left_jacobian_so3(V[..., :3]), V[..., 3:])
+    T[..., :3, :3] = np.eye(3) + a[..., None, None] * W + b[..., None, None] * W2  # exp_so3
+    J = np.eye(3) + b[..., None, None] * W + c[..., None, None] * W2  # left_jacobian_so3
+    T[..., :3, 3] = np.einsum("...ij,...j->...i", J, V[..., 3:])
     T[..., 3, 3] = 1.0
     return T
 

@@ -101,66 +101,81 @@ def consistent_fit(
         return float(r @ information @ r / 2 + eps * weakest * (w - w0) @ (w - w0) / 2)
 
     At = np.swapaxes(A, 1, 2)
+    shift = DELTA * np.eye(4)
 
-    def barrier(w: Array, derivatives: bool = True) -> tuple[float, Array, Array] | None:
-        """-log det terms (with gradient and Hessian); None outside the domain."""
-        J = (A @ w).reshape(-1, 4, 4) - DELTA * np.eye(4)
-        values, vectors = np.linalg.eigh(J)
-        if np.any(values <= 0) or np.any(w[drive] <= 0):
+    def point(w: Array) -> _Point | None:
+        """w with f(w), the -log det terms and the pseudo-inertias' eigen-decomposition;
+        None outside the domain."""
+        if np.any(w[drive] <= 0):
             return None
-        value = -np.log(values).sum() - np.log(w[drive]).sum()
-        if not derivatives:
-            return value, None, None
-        K = vectors @ (1.0 / values[..., None] * np.swapaxes(vectors, -1, -2))  # J^-1
+        values, vectors = np.linalg.eigh((A @ w).reshape(-1, 4, 4) - shift)
+        if np.any(values <= 0):
+            return None
+        barrier = -np.log(values).sum() - np.log(w[drive]).sum()
+        return _Point(w, objective(w), barrier, values, vectors)
+
+    def barrier_derivatives(p: _Point) -> tuple[Array, Array]:
+        """Gradient and Hessian of the -log det terms at ``p`` (module docstring)."""
+        K = p.vectors @ (1.0 / p.values[..., None] * np.swapaxes(p.vectors, -1, -2))  # J^-1
         gradient = -(At @ K.reshape(-1, 16, 1)).sum(axis=0)[:, 0]
         kron = (K[:, :, None, :, None] * K[:, None, :, None, :]).reshape(-1, 16, 16)
         hessian = (At @ kron @ A).sum(axis=0)
-        gradient[drive] -= 1.0 / w[drive]
-        hessian[drive, drive] += 1.0 / w[drive] ** 2
-        return value, gradient, hessian
+        gradient[drive] -= 1.0 / p.w[drive]
+        hessian[drive, drive] += 1.0 / p.w[drive] ** 2
+        return gradient, hessian
 
-    w = _strictly_feasible(model, x0, scale, A, drive)
-    t = m / max(abs(objective(w)), 1.0)
+    current = point(_strictly_feasible(model, x0, scale, A, drive))
+    t = m / max(abs(current.objective), 1.0)
     steps = 0
     while True:
         for _ in range(100):  # centring: damped Newton on t f + barrier
             steps += 1
-            if not _newton_step_improves(w, t, objective, barrier, H, g):
+            following = _newton_step(current, t, point, barrier_derivatives, H, g)
+            if following is None:
                 break
-            w = _newton_step_improves.last
+            current = following
         else:
             raise WorkbenchError("the physically consistent fit did not converge (centring)")
-        if m / t <= tolerance * max(1.0, abs(objective(w))):
+        if m / t <= tolerance * max(1.0, abs(current.objective)):
             break
         t *= 10.0
-    return ConsistentFit(scale * w, objective(w), m / t, steps)
+    return ConsistentFit(scale * current.w, current.objective, m / t, steps)
 
 
-def _newton_step_improves(w, t, objective, barrier, H, g) -> bool:
+@dataclass(frozen=True)
+class _Point:
+    """A strictly feasible iterate with what the Newton step and the line search need of it."""
+
+    w: Array
+    objective: float  # f(w)
+    barrier: float  # -sum log det (J_i - delta 1) - sum log w_k
+    values: Array  # (n, 4) eigenvalues of J_i - delta 1
+    vectors: Array  # (n, 4, 4) their eigenvectors
+
+
+def _newton_step(current: _Point, t, point, barrier_derivatives, H, g) -> _Point | None:
     """One Newton step with backtracking (Armijo, staying strictly feasible) on t f + barrier.
 
-    Returns False when w is centred (Newton decrement below 1e-9) or no
-    step decreases the function beyond rounding; else stores the new point
-    in ``_newton_step_improves.last``.
+    Returns None when ``current`` is centred (Newton decrement below 1e-9)
+    or no step decreases the function beyond rounding; else the new point.
     """
-    phi, grad_b, hess_b = barrier(w)
+    w = current.w
+    grad_b, hess_b = barrier_derivatives(current)
     gradient = t * (H @ w - g) + grad_b
     step = -np.linalg.solve(t * H + hess_b, gradient)
     decrement = float(-gradient @ step)
     if decrement / 2 <= 1e-9:
-        return False
-    value = t * objective(w) + phi
+        return None
+    value = t * current.objective + current.barrier
     size = 1.0
     while size > 1e-12:
-        trial = w + size * step
-        inside = barrier(trial, derivatives=False)
-        if inside is not None:
-            new = t * objective(trial) + inside[0]
+        trial = point(w + size * step)
+        if trial is not None:
+            new = t * trial.objective + trial.barrier
             if new <= value - 0.25 * size * decrement:
-                _newton_step_improves.last = trial
-                return new < value - 1e-13 * max(1.0, abs(value))
+                return trial if new < value - 1e-13 * max(1.0, abs(value)) else None
         size *= 0.5
-    return False
+    return None
 
 
 def _strictly_feasible(

@@ -289,13 +289,16 @@ class KinematicProblem:
             for k, path in enumerate(self._paths(chain)):
                 for j in path:
                     joints[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6, j] = chain.twists[j]
-            frames = block_diag(np.zeros((6 * n, 0)), np.eye(d), np.eye(m))
+            frames = np.zeros((6 * n + d + m, d + m))
+            frames[6 * n :] = np.eye(d + m)
             return np.hstack([frames[:, :d], joints, frames[:, d:]]), d
         joints = np.zeros((6 * n, 0))
         if self.parameters == "twists":
             joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
-        P = block_diag(joints, np.eye(d), np.eye(m))
         k = joints.shape[1]
+        P = np.zeros((6 * n + d + m, k + d + m))  # joints, device and markers block-diagonal
+        P[: 6 * n, :k] = joints
+        P[6 * n :, k:] = np.eye(d + m)
         order = np.r_[k : k + d, :k, k + d : P.shape[1]]  # device first (preferred)
         return P[:, order], d
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -32,12 +33,18 @@ from workbench.lie import Array
 
 @dataclass(frozen=True)
 class Subspace:
-    """Identifiable directions: columns of ``basis`` (p, k); the rest is listed in ``null``."""
+    """Identifiable directions: columns of ``basis`` (p, k); the rest is listed in ``null``
+    (computed when first read: the iterations use the basis only)."""
 
     basis: Array  # (p, k)
-    null: Array  # (p, p - k) unit directions the data do not see (at the nominal)
+    unseen: Callable[[], Array] = field(repr=False, compare=False)  # computes ``null``
     singular_values: Array  # of the column-scaled Jacobian, descending
     condition_number: float
+
+    @cached_property
+    def null(self) -> Array:
+        """(p, p - k) unit directions the data do not see (at the nominal)."""
+        return self.unseen()
 
 
 def identifiable_subspace(
@@ -70,13 +77,14 @@ def identifiable_subspace(
         rank = int(np.sum(s > rtol * s[0]))
     V = Vt.T / scale[:, None]
     basis, _ = np.linalg.qr(prior @ V[:, :rank])
-    # unseen directions: inside prior (small singular values) and outside prior
-    inside = prior @ V[:, rank:]
-    inside = inside / np.linalg.norm(inside, axis=0)
-    outside = _orthogonal_complement(np.linalg.qr(prior)[0])
-    null = np.hstack([inside, outside])
+
+    def unseen() -> Array:  # inside prior (small singular values) and outside prior
+        inside = prior @ V[:, rank:]
+        inside = inside / np.linalg.norm(inside, axis=0)
+        return np.hstack([inside, _orthogonal_complement(np.linalg.qr(prior)[0])])
+
     cond = float(s[0] / s[rank - 1]) if rank > 0 else np.inf
-    return Subspace(basis, null, s, cond)
+    return Subspace(basis, unseen, s, cond)
 
 
 def _preferred_subspace(
@@ -92,8 +100,8 @@ def _preferred_subspace(
     basis = np.hstack([first.basis, second.basis])
     X = J @ basis
     s = np.linalg.svd(X / np.linalg.norm(X, axis=0), compute_uv=False)
-    null = _orthogonal_complement(np.linalg.qr(basis)[0])
-    return Subspace(basis, null, s, float(s[0] / s[-1]))
+    unseen = lambda: _orthogonal_complement(np.linalg.qr(basis)[0])  # noqa: E731
+    return Subspace(basis, unseen, s, float(s[0] / s[-1]))
 
 
 def _orthogonal_complement(Q: Array) -> Array:
