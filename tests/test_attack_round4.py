@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.calibration.drives import numbered_joints
 from workbench.errors import WorkbenchError
 from workbench.ocp import kinds
 
@@ -30,3 +31,15 @@ def test_register_refuses_a_kind_that_cannot_be_used(own_kinds, name, module, na
         kinds.register(name, module)
     assert named in str(error.value)
     assert name not in kinds.KINDS if isinstance(name, str) else True
+
+
+@pytest.mark.parametrize(
+    "names", ['"joint_1"', '["joint_1", "joint_1"]', "[1, 2]", '{"a": 1}', '["joint_1", ""]']
+)
+def test_a_drive_files_numbered_joints_are_distinct_names(tmp_path, names):
+    """A results folder's summary.json joint_names that is not a list of distinct joint
+    names is refused naming the file (a repeated name gave one joint the other's drive
+    values and exit 0; a string was read letter by letter)."""
+    (tmp_path / "summary.json").write_text(f'{{"joint_names": {names}}}')
+    with pytest.raises(WorkbenchError, match=r"summary\.json.*joint_names"):
+        numbered_joints(tmp_path / "calibrated.drives.toml")
