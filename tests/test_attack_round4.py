@@ -7,7 +7,9 @@ import pytest
 
 from workbench.calibration.drives import numbered_joints
 from workbench.errors import WorkbenchError
+from workbench.models import urdf_path
 from workbench.ocp import kinds
+from workbench.urdf import load_robot
 
 
 @pytest.fixture
@@ -43,3 +45,11 @@ def test_a_drive_files_numbered_joints_are_distinct_names(tmp_path, names):
     (tmp_path / "summary.json").write_text(f'{{"joint_names": {names}}}')
     with pytest.raises(WorkbenchError, match=r"summary\.json.*joint_names"):
         numbered_joints(tmp_path / "calibrated.drives.toml")
+
+
+@pytest.mark.parametrize(("joints", "locked"), [([], {}), (None, {"joint_1": 0.1, "joint_2": 0.2})])
+def test_every_joint_locked_is_refused(joints, locked):
+    """No joint left to move ([model] joints = [] or [model.locked] naming them all) is
+    refused naming the model (excite crashed with an IndexError in the inverse dynamics)."""
+    with pytest.raises(WorkbenchError, match=r"planar_2r\.urdf.*every movable joint is locked"):
+        load_robot(urdf_path("planar_2r"), joints, locked)
