@@ -3,9 +3,12 @@ refused with a WorkbenchError naming what and where, never a traceback."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from workbench.calibration.drives import numbered_joints
+from workbench.calibration.least_squares import check_determined
+from workbench.calibration.torque_model import BaseParameters
 from workbench.errors import WorkbenchError
 from workbench.models import urdf_path
 from workbench.ocp import kinds
@@ -53,3 +56,13 @@ def test_every_joint_locked_is_refused(joints, locked):
     refused naming the model (excite crashed with an IndexError in the inverse dynamics)."""
     with pytest.raises(WorkbenchError, match=r"planar_2r\.urdf.*every movable joint is locked"):
         load_robot(urdf_path("planar_2r"), joints, locked)
+
+
+def test_a_constant_temperature_is_named_as_the_cause():
+    """Temperature slopes whose columns are zero come from a drive temperature that never
+    changes, not from still joints: the refusal says so (it blamed the joints' motion)."""
+    rng = np.random.default_rng(0)
+    A = np.column_stack([rng.standard_normal(50), np.zeros(50), np.zeros(50)])
+    base = BaseParameters(np.arange(3), np.eye(3), ("Izz1", "fvT1", "fsT1"))
+    with pytest.raises(WorkbenchError, match=r"fvT1.*temperature .*never changes"):
+        check_determined(A, 50, np.array([1.0, 0.0, 0.0]), base, ["joint_1"])
