@@ -97,3 +97,21 @@ def test_a_drive_files_delay_enters_the_nominal_prediction(tmp_path):
         summary = json.loads((out / "summary.json").read_text())
         nominal[delay] = summary["rms"]["validation_before"]
     assert nominal[200.0] > 2 * nominal[0.0]
+
+
+def test_an_experiment_on_part_of_a_robot_says_where_the_others_are_held(tmp_path):
+    """excite with [model] joints and [model.locked]: summary.json and report.html give the
+    locked joints' values the trajectory was designed for (they named the moving joints only,
+    so the trajectory could be run with the others anywhere)."""
+    problem = tmp_path / "excite.toml"
+    problem.write_text(
+        "[trajectory]\nperiod = 2.0\nharmonics = 3\ncollocation = 20\nsample_rate = 50.0\n"
+        '[model]\njoints = ["joint_1"]\n[model.locked]\njoint_2 = 0.5\n'
+        "[design]\nmax_iterations = 3\n[output]\nanimation = false\n"
+    )
+    out = tmp_path / "excite"
+    main(["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(out), str(problem)])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["joints"] == ["joint_1"]
+    assert summary["locked"] == {"joint_2": 0.5}
+    assert "joint_2 = 0.5" in (out / "report.html").read_text()
