@@ -115,3 +115,14 @@ def test_an_experiment_on_part_of_a_robot_says_where_the_others_are_held(tmp_pat
     assert summary["joints"] == ["joint_1"]
     assert summary["locked"] == {"joint_2": 0.5}
     assert "joint_2 = 0.5" in (out / "report.html").read_text()
+
+
+def test_info_shows_a_results_folders_calibrated_model(tmp_path, capsys):
+    """workbench info DIR reads DIR/calibrated.urdf, as workbench export does (it was refused
+    as an unknown model name); a folder without one is refused naming the file."""
+    (tmp_path / "calibrated.urdf").write_bytes(urdf_path("planar_2r").read_bytes())
+    assert main(["info", str(tmp_path)]) == 0
+    assert "2 joints" in capsys.readouterr().out
+    (tmp_path / "calibrated.urdf").unlink()
+    assert main(["info", str(tmp_path)]) == 2
+    assert "without calibrated.urdf" in capsys.readouterr().err
