@@ -289,6 +289,11 @@ def reduced_model(
                 "description, or columns for them), the other joints are locked"
             )
         joints = [n for n in movable if n not in locked]
+    if not joints:
+        raise WorkbenchError(
+            f"{source}: every movable joint is locked ([model] joints is empty or "
+            "[model.locked] names them all): no joint is left to move"
+        )
     unknown = [j for j in joints if j not in movable]
     if unknown:
         raise WorkbenchError(

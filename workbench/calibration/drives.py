@@ -311,7 +311,12 @@ def numbered_joints(path: str | os.PathLike) -> list[str] | None:
         names = json.loads(summary.read_text()).get("joint_names")
     except (ValueError, AttributeError) as error:
         raise WorkbenchError(f"{summary}: not a calibration summary ({error})") from None
-    return None if names is None else [str(name) for name in names]
+    if names is None:
+        return None
+    distinct = isinstance(names, list) and len(set(map(str, names))) == len(names)
+    if not distinct or not all(isinstance(name, str) and name for name in names):
+        raise WorkbenchError(f"{summary}: joint_names = {names!r} must be distinct joint names")
+    return names
 
 
 def nominal_drive_values(

@@ -103,10 +103,16 @@ def check_determined(
             "log more samples (or more motion)"
         )
     if np.any(scale == 0):
-        names = [_with_joint(base.names[k], joints) for k in np.flatnonzero(scale == 0)]
+        zero = np.flatnonzero(scale == 0)
+        names = [_with_joint(base.names[k], joints) for k in zero]
+        # the temperature slopes fvT<j>, fsT<j> (workbench.calibration.drives)
+        slopes = any(re.match(r"f[vs]T\d", base.names[k]) for k in zero)
+        cause = "joints that never move or accelerate" + (
+            ", or a drive temperature that never changes" if slopes else ""
+        )
         raise WorkbenchError(
             f"the log does not excite base parameter(s) {', '.join(names[:5])}: their regressor "
-            "columns are zero (joints that never move or accelerate)"
+            f"columns are zero ({cause})"
         )
     _, s, Vt = np.linalg.svd(A, full_matrices=False)
     if s[-1] < 1e-10 * s[0]:

@@ -4,7 +4,8 @@ link masses, limits and the tool frame.
 MODEL is a shipped model name (iiwa, planar_2r, staubli_tx40, ur10e), an
 example-robot-data name (ur5, ur10_cb3, panda_arm, talos_upper_body, ...), a path to a
 URDF file, or a closed chain (fivebar, planar_fivebar, fourbar, delta, or a
-closure file): then its spanning tree, its motors and its closures. A named model's
+closure file): then its spanning tree, its motors and its closures; a results folder
+of workbench calibrate: its calibrated.urdf (calibrated.toml for a closed chain). A named model's
 first line says what it is. Without MODEL: every model name and what it is.
 
 A ROS bag instead (a ROS 1 .bag file, a ROS 2 bag folder, or a bare .db3 or
@@ -15,8 +16,11 @@ rate (1 / median period of the receive times, Hz).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
+
+from workbench.errors import WorkbenchError
 
 HELP = "show a robot model (joints, twists, masses, tool frame) or a ROS bag's topics"
 
@@ -37,6 +41,12 @@ def run(args: argparse.Namespace) -> int:
         return _names()
     if bags.is_bag(args.model):
         return _bag(args.model, bags.topics(args.model))
+    source = Path(args.model)
+    if source.is_dir():  # a results folder, read as workbench export reads it
+        closure, urdf = source / "calibrated.toml", source / "calibrated.urdf"
+        if not urdf.is_file():
+            raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
+        args.model = str(closure if closure.is_file() else urdf)
     if args.model in models.MODELS:
         print(f"{args.model}: {models.MODELS[args.model].description}")
 

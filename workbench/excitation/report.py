@@ -14,7 +14,8 @@
   time to move, settle and measure; add the measured ``px, py, pz`` columns
   and it is a kinematic calibration log),
   ``postures.png``, ``precision.png``;
-* both: ``summary.json`` (criterion, log det, condition number, per
+* both: ``summary.json`` (the moving joints, the locked ones' values in rad or m,
+  criterion, log det, condition number, per
   parameter the nominal value, predicted std and relative std for the stated
   noise, the limits reached on a fine grid, solver statistics),
   ``animation.html`` (meshcat, self-contained), unless the problem turns the
@@ -103,6 +104,7 @@ def summary(result: ExcitationResult, model: str) -> dict[str, Any]:
         "kind": result.kind,
         "model": model,
         "joints": list(result.chain.joint_names),
+        "locked": dict(result.chain.reduction.locked) if result.chain.reduction else {},
         "problem": result.problem.source,
         "seconds": result.seconds,
     }
@@ -274,6 +276,10 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
         ("joints", ", ".join(summary["joints"])),
         ("problem", summary["problem"]),
     ]
+    if summary["locked"]:
+        rows.append(
+            ("locked joints", ", ".join(f"{j} = {v:g}" for j, v in summary["locked"].items()))
+        )
     c = summary["criterion"]
     if summary["kind"] == "kinematic":
         postures, noise = summary["postures"], summary["noise"]

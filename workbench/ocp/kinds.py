@@ -34,8 +34,28 @@ def register(name: str, module: str) -> None:
     """Add the kind ``name`` implemented by the importable ``module`` (a dotted name).
 
     Registering a name again with the same module does nothing; with another
-    module it is an error.
+    module it is an error, as are a name that is not a non-empty string and a
+    module that does not import or lacks the contract's functions (so that a
+    problem file of the kind is never met by an ImportError or AttributeError).
     """
+    if not isinstance(name, str) or not name.strip():
+        raise WorkbenchError(f"problem kind name {name!r} must be a non-empty string")
+    if not isinstance(module, str):
+        raise WorkbenchError(f"problem kind '{name}': module {module!r} must be a dotted name")
+    try:
+        implementation = importlib.import_module(module)
+    except ImportError as error:
+        raise WorkbenchError(
+            f"problem kind '{name}': module {module} cannot be imported ({error})"
+        ) from None
+    missing = [
+        f for f in ("read", "solve", "write") if not callable(getattr(implementation, f, None))
+    ]
+    if missing:
+        raise WorkbenchError(
+            f"problem kind '{name}': module {module} lacks {', '.join(missing)} "
+            "(the contract is read, solve, write; workbench.ocp.contract)"
+        )
     if KINDS.get(name, module) != module:
         raise WorkbenchError(f"problem kind '{name}' is already {KINDS[name]}, not {module}")
     KINDS[name] = module
