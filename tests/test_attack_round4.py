@@ -125,4 +125,4 @@ def test_info_shows_a_results_folders_calibrated_model(tmp_path, capsys):
     assert "2 joints" in capsys.readouterr().out
     (tmp_path / "calibrated.urdf").unlink()
     assert main(["info", str(tmp_path)]) == 2
-    assert "without calibrated.urdf" in capsys.readouterr().err
+    assert "no calibrated.urdf in it" in capsys.readouterr().err

@@ -289,7 +289,7 @@ def reduced_model(
                 "description, or columns for them), the other joints are locked"
             )
         joints = [n for n in movable if n not in locked]
-    if not joints:
+    if not joints and movable:
         raise WorkbenchError(
             f"{source}: every movable joint is locked ([model] joints is empty or "
             "[model.locked] names them all): no joint is left to move"

@@ -45,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
     if source.is_dir():  # a results folder, read as workbench export reads it
         closure, urdf = source / "calibrated.toml", source / "calibrated.urdf"
         if not urdf.is_file():
-            raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
+            raise WorkbenchError(
+                f"{source} is a directory, not a regular file (nor a results folder of "
+                "workbench calibrate: no calibrated.urdf in it)"
+            )
         args.model = str(closure if closure.is_file() else urdf)
     if args.model in models.MODELS:
         print(f"{args.model}: {models.MODELS[args.model].description}")
