@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -36,3 +38,15 @@ def _no_compile_line_in_process():
     from workbench import runtime
 
     runtime._ANNOUNCER.said = True
+
+
+def problem_copy(tmp_path: Path, name: str, **changes: str) -> Path:
+    """A copy of the shipped problems/NAME with ``key = value`` lines replaced (keys must
+    exist)."""
+    lines = (Path(__file__).parents[1] / "problems" / name).read_text().splitlines()
+    for key, value in changes.items():
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"{key} ="))
+        lines[at] = f"{key} = {value}"
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -47,6 +47,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from tests.conftest import problem_copy
 from workbench.cli import main
 from workbench.config import read_toml
 from workbench.urdf import with_mesh_inertias, write_urdf
@@ -554,20 +555,8 @@ def test_a_wrong_file_in_a_log_description_is_not_echoed(capsys, tmp_path):
 
 
 # -------------------------------------------------------------- F. bounded resources
-def _problem_with(tmp_path: Path, name: str, **changes: str) -> Path:
-    """A copy of problems/NAME with ``key = value`` lines replaced (keys must exist)."""
-    text = (ROOT / "problems" / name).read_text()
-    lines = text.splitlines()
-    for key, value in changes.items():
-        at = next(i for i, line in enumerate(lines) if line.startswith(f"{key} ="))
-        lines[at] = f"{key} = {value}"
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_reach_knots_beyond_memory_are_refused_before_allocation(capsys, tmp_path):
-    problem = _problem_with(tmp_path, "fivebar_reach.toml", knots="1000000000")
+    problem = problem_copy(tmp_path, "fivebar_reach.toml", knots="1000000000")
     line = fails(capsys, ["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"])
     assert "[transcription] knots = 1000000000 needs about" in line and "GiB of memory" in line
     assert "KiB per knot for 5 tree joints" in line and not (tmp_path / "out").exists()
@@ -582,7 +571,7 @@ def test_reach_knots_beyond_memory_are_refused_before_allocation(capsys, tmp_pat
     ],
 )
 def test_excitation_sizes_beyond_memory_are_refused(capsys, tmp_path, changes, message):
-    problem = _problem_with(tmp_path, "excite_dynamic.toml", **changes)
+    problem = problem_copy(tmp_path, "excite_dynamic.toml", **changes)
     argv = ["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(tmp_path / "o")]
     line = fails(capsys, [*argv, str(problem)])
     assert message in line and "GiB of memory" in line, line
@@ -737,7 +726,7 @@ def test_an_option_of_another_kind_is_one_line(capsys, tmp_path, p2r_log, kind, 
 
 
 def test_twist_design_at_its_iteration_limit_is_a_warning_and_exit_1(capsys, tmp_path):
-    problem = _problem_with(tmp_path, "excite_twist.toml", max_iterations="3")
+    problem = problem_copy(tmp_path, "excite_twist.toml", max_iterations="3")
     argv = ["excite", "--model", "planar_2r", "--kind", "twist", "--out", str(tmp_path / "o")]
     assert main([*argv, "--quiet", str(problem)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -751,7 +740,7 @@ def test_a_goal_equal_to_the_start_is_no_percentage_of_no_travel(capsys, tmp_pat
     import json
 
     start = "[0.0, -0.5, 0.866]"  # the start of problems/fivebar_reach.toml
-    problem = _problem_with(tmp_path, "fivebar_reach.toml", goal=start, start=start, knots=knots)
+    problem = problem_copy(tmp_path, "fivebar_reach.toml", goal=start, start=start, knots=knots)
     before = problem.read_bytes()
     assert main(["reach", str(problem), "--out", str(tmp_path / "out"), "--quiet"]) == 0
     err = capsys.readouterr().err
@@ -775,7 +764,7 @@ def _printed_numbers(text: str, label: str) -> list[float]:
 def test_excite_says_its_numbers_and_warns_at_the_iteration_limit(capsys, tmp_path):
     import json
 
-    problem = _problem_with(tmp_path, "excite_dynamic.toml", max_iterations="3")
+    problem = problem_copy(tmp_path, "excite_dynamic.toml", max_iterations="3")
     out = tmp_path / "out"
     argv = ["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(out)]
     assert main([*argv, "--quiet", str(problem)]) == 1

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import problem_copy
 from workbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,22 +91,11 @@ def assert_plots_inline(page: _Page, folder: Path, names: list[str]) -> None:
     assert inline == [(folder / name).read_bytes() for name in names]
 
 
-def _problem(tmp_path: Path, name: str, **changes: str) -> Path:
-    """A copy of problems/NAME with ``key = value`` lines replaced."""
-    lines = (ROOT / "problems" / name).read_text().splitlines()
-    for key, value in changes.items():
-        at = next(i for i, line in enumerate(lines) if line.startswith(f"{key} ="))
-        lines[at] = f"{key} = {value}"
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.mark.parametrize(
     ("kind", "file"), [("dynamic", "excite_dynamic.toml"), ("twist", "excite_twist.toml")]
 )
 def test_trajectory_design_report(tmp_path, kind, file):
-    problem = _problem(tmp_path, file, max_iterations="5", collocation="40")
+    problem = problem_copy(tmp_path, file, max_iterations="5", collocation="40")
     out = tmp_path / "out"
     argv = ["excite", "--model", "planar_2r", "--kind", kind, "--out", str(out), str(problem)]
     assert main(argv) in (0, 1)  # 1: stopped at the iteration limit, with a warning
@@ -160,7 +150,7 @@ def test_posture_design_report(tmp_path):
 
 
 def test_payload_design_report(tmp_path, capsys):
-    problem = _problem(tmp_path, "excite_dynamic.toml", max_iterations="5", collocation="40")
+    problem = problem_copy(tmp_path, "excite_dynamic.toml", max_iterations="5", collocation="40")
     out = tmp_path / "out"
     argv = ["payload", "excite", "--model", "iiwa", "--joints", "5,6,7", "--duration", "4",
             "--posture", "0,0.6,0,-1.2,0,0.8,0", "--problem", str(problem),
