@@ -145,12 +145,6 @@ def payload_torques(chain: Chain, log: Log, rows: slice) -> Array:
     return Y @ phi
 
 
-def predict(fit: DynamicFit, equations: TorqueEquations, rows: np.ndarray | None = None) -> Array:
-    """Torques (M, n) of the identified model on the equations' samples ``rows``."""
-    X = equations.X if rows is None else equations.X[rows]
-    return X @ fit.beta
-
-
 def _fitted_rows(
     equations: TorqueEquations, rows: np.ndarray | None
 ) -> tuple[Array, Array, np.ndarray]:
