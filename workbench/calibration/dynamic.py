@@ -18,14 +18,14 @@ j, ``b`` base parameters); robust losses by IRLS on top. The covariance of
 beta is ``s^2 (X_w^T X_w)^{-1}`` with ``s^2`` the weighted residual variance
 (about 1), its relative standard deviations ``100 std / |beta|`` %.
 
-Completion: the full standard parameters ``x`` behind beta are the
-minimum-norm change of the nominal ``x0`` (the model's inertias and nominal
-drive parameters): ``x = x0 + B^+ (beta - B x0)``, which reproduces the
-identified torques exactly. With ``physical=True``, when that completion is
-not physically consistent, the model is the consistent one closest to the
-estimate in the least-squares metric
-(:func:`workbench.calibration.consistency.consistent_fit`): a consistent
-completion of beta when one exists, else the most likely consistent model.
+Completion: the full standard parameters ``x`` behind beta. With
+``physical=True`` (the default of :func:`calibrate_dynamic` and of ``workbench
+calibrate``), the physically consistent model most likely under the estimate
+and a prior toward the nominal pseudo-inertias in the directions the log does
+not determine (:func:`workbench.calibration.consistency.consistent_fit`);
+without, the minimum-norm change of the nominal ``x0`` (the model's inertias
+and nominal drive parameters): ``x = x0 + B^+ (beta - B x0)``, which
+reproduces the identified torques exactly, consistent or not.
 
 Logs too long for memory (a :class:`~workbench.calibration.chunked_logs.ChunkedLog`)
 take the same steps on triangular factors accumulated chunk by chunk
@@ -243,7 +243,7 @@ def calibrate_dynamic(
     drive_values: Array | None = None,
     loss: str = "linear",
     f_scale: float = 1.0,
-    physical: bool = False,
+    physical: bool = True,
     weighted: bool = True,
 ) -> DynamicFit:
     """Identify base parameters (and drive terms) of ``chain`` from all of ``log``.

@@ -89,7 +89,7 @@ KINDS: dict[str, Kind] = {
         Kind("twist", ("tau",), TwistCalibrationProblem, reads=("inertial",),
              closed_chains=True),
         Kind("dynamic", ("tau",), DynamicProblem, AccumulatedDynamicProblem,
-             reads=("physical", "payload_log")),
+             reads=("physical", "unconstrained", "payload_log")),
     )
 }  # fmt: skip
 

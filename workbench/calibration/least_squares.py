@@ -227,18 +227,21 @@ def completed_fit(
     physical: bool,
     **statistics,
 ) -> DynamicFit:
-    """The fit with standard parameters ``x = x0 + B^+ (beta - B x0)`` (minimum-norm change of
-    the nominal model), or, with ``physical`` and an inconsistent completion, the consistent
-    model closest to the estimate (:func:`workbench.calibration.consistency.consistent_fit`).
-    ``statistics``: sigma, condition_number, iterations, rows of :class:`DynamicFit`."""
+    """The fit completed to standard parameters.
+
+    ``physical`` (the default of ``workbench calibrate``): the consistent model most likely
+    under the estimate and the prior toward the nominal pseudo-inertias
+    (:func:`workbench.calibration.consistency.consistent_fit`; its base parameters stay
+    within their standard deviations of ``beta`` where the data determine them). Otherwise
+    ``x = x0 + B^+ (beta - B x0)``, the minimum-norm change of the nominal model, consistent or
+    not. ``statistics``: sigma, condition_number, iterations, rows of :class:`DynamicFit`."""
     x0 = model.values() if x0 is None else x0
-    x = x0 + np.linalg.pinv(base.matrix) @ (beta - base.matrix @ x0)
-    consistent = is_consistent(model, x)
-    if physical and not consistent:
+    if physical:
         x = consistent_fit(model, base, x0, beta, covariance).x
         beta = base.matrix @ x
-        consistent = is_consistent(model, x)
+    else:
+        x = x0 + np.linalg.pinv(base.matrix) @ (beta - base.matrix @ x0)
     return DynamicFit(
         model=model, base=base, beta=beta, covariance=covariance, x=x,
-        physically_consistent=consistent, **statistics,
+        physically_consistent=is_consistent(model, x), **statistics,
     )  # fmt: skip

@@ -62,7 +62,7 @@ class Options:
 
     loss: str = "linear"
     f_scale: float | None = None
-    physical: bool = False
+    physical: bool = True  # dynamic: consistent with the prior toward the nominal (else none)
     inertial: bool = False
     weighted: bool = True
     terms: tuple[str, ...] | None = None

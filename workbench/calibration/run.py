@@ -7,7 +7,7 @@ prints, and a program gets the same run from Python::
     from workbench.calibration import Request, run_calibration
 
     outcome = run_calibration(Request("staubli_tx40", "models/staubli_tx40/identification.toml",
-                                      "dynamic", folds=5, physical=True))
+                                      "dynamic", folds=5))
     outcome.report.summary["heldout"]
 
 The run decides which combinations of log and options are legal (a large
@@ -67,7 +67,8 @@ class Request:
     drop_bad_rows: bool = False
     savgol_window: int = 11
     inertial: bool = False
-    physical: bool = False
+    physical: bool = False  # accepted; the consistent fit is the default
+    unconstrained: bool = False  # dynamic: the least-squares completion, consistent or not
     parameters: str = "auto"
     payload_log: str | None = None
     progress: bool = False
@@ -166,7 +167,7 @@ def run_calibration(request: Request) -> Outcome:
             if isinstance(validation, Log):
                 validation = gains.scaled(validation)
         options = Options(
-            loss=request.loss, f_scale=request.f_scale, physical=request.physical,
+            loss=request.loss, f_scale=request.f_scale, physical=not request.unconstrained,
             inertial=request.inertial, terms=request.terms, nominal_drives=nominal,
             rotation_weight=request.rotation_weight, parameters=request.parameters,
             progress=request.progress,

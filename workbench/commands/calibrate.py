@@ -110,9 +110,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "gains (N m per logged unit) are identified with the base parameters from both logs, "
         "written to DIR/drive_gains.toml, and the efforts are scaled by them before calibrating",
     )  # fmt: skip
-    parser.add_argument(
+    consistency = parser.add_mutually_exclusive_group()
+    consistency.add_argument(
         "--physical", action="store_true",
-        help="dynamic: physically consistent inertias, non-negative friction and rotor inertia",
+        help="dynamic: physically consistent inertias, non-negative friction and rotor inertia, "
+        "with a prior toward the nominal model where the log says nothing (the default; the "
+        "option is kept for earlier command lines)",
+    )  # fmt: skip
+    consistency.add_argument(
+        "--unconstrained", action="store_true",
+        help="dynamic: the plain least-squares completion of the base parameters instead "
+        "(the nominal model changed least; consistent or not, no URDF when not)",
     )  # fmt: skip
     parser.add_argument(
         "--parameters", default="auto", choices=("auto", "frames", "offsets", "twists"),
@@ -143,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
         validation=args.validation, folds=args.folds, validation_log=args.validation_log,
         terms=terms, loss=args.loss, f_scale=args.f_scale, rotation_weight=args.rotation_weight,
         drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window,
-        inertial=args.inertial, physical=args.physical, parameters=args.parameters,
+        inertial=args.inertial, physical=args.physical, unconstrained=args.unconstrained,
+        parameters=args.parameters,
         payload_log=args.payload_log, progress=not args.quiet,
     )  # fmt: skip
     check_output_directory(args.out)
