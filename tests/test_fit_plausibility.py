@@ -27,6 +27,7 @@ from workbench.calibration.fit_plausibility import (
     diagnose,
 )
 from workbench.calibration.log import Log
+from workbench.calibration.problem import Options
 from workbench.calibration.log_files import read_log, write_log
 from workbench.calibration.simulate import exciting_trajectory, perturbed_truth, simulate_log
 from workbench.errors import ImplausibleFit, WorkbenchError
@@ -68,7 +69,8 @@ def describe(folder: Path, name: str, **sections: str) -> Path:
 def diagnosed(folder, chain, name: str, **sections: str):
     """Read, fit (dynamic, last 20 % held out) and diagnose a description of the log."""
     log = read_log(describe(folder, name, **sections), chain, require=("tau",))
-    with pytest.warns(wb.WorkbenchWarning):  # the fit's generic impossible-inertia warning
+    with warnings.catch_warnings():  # a mis-described log's fit may warn (dropped terms, ...)
+        warnings.simplefilter("ignore", wb.WorkbenchWarning)
         report = calibrate(chain, "dynamic", log)
     return diagnose(log, chain, report.chain), report
 
@@ -271,10 +273,14 @@ def tiago_far() -> tuple[wb.Chain, Log]:
 
 
 def fitted_diagnoses(chain, log):
-    """Diagnoses with the calibrated model, and the warnings about findings it explains."""
+    """Diagnoses with the calibrated model (least squares: this truth's centres of mass, 10 cm
+    off, are so far from the nominal ones that the prior toward them trades the torso's mass
+    for the arm's, a 'weakly identified link' of its own), and the warnings about findings it
+    explains."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", wb.WorkbenchWarning)
-        diagnoses = diagnose(log, chain, calibrate(chain, "dynamic", log).chain)
+        fitted = calibrate(chain, "dynamic", log, options=Options(physical=False)).chain
+        diagnoses = diagnose(log, chain, fitted)
     notes = [str(w.message) for w in caught if "effort finding" in str(w.message)]
     return diagnoses, notes
 

@@ -43,7 +43,7 @@ def calibrated_urdf(
             f"the calibrated model has {len(impossible)} link(s) with physically impossible "
             f"inertias ({'; '.join(impossible)}); no URDF can hold them, so calibrated.urdf "
             "is not written (the identified parameters are in parameters.csv and "
-            "summary.json; calibrate with --physical for a physically consistent model)"
+            "summary.json; calibrate without --unconstrained for a physically consistent model)"
         )
         warnings.warn(reason, WorkbenchWarning, stacklevel=3)
         return None, {"written": False, "reason": reason, "impossible_links": impossible}

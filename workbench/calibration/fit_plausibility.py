@@ -15,6 +15,9 @@ Symptoms (what was compared):
 * the fitted model is impossible by orders of magnitude: a link's moment of
   inertia (about its joint origin) above :data:`MOMENT_FACTOR` times the
   nominal model's largest, or a mass below minus the link's nominal mass;
+* a fitted link implausibly far from its nominal one: a mass outside 1/3 to 3
+  times, a largest moment of inertia outside 1/10 to 10 times
+  (:func:`workbench.calibration.link_plausibility.compare_links`);
 * a joint's logged effort against the nominal torque
   (:func:`workbench.calibration.effort_units.compare_efforts`): a flipped
   sign (for a joint that holds a gravity load: torques against gravity), a
@@ -55,7 +58,10 @@ Causes, tried in this order, each by correcting the log and comparing again:
    diagnosis also lists what the comparison says of the joints it does not
    name (ratios taken as right with their suggested scale, efforts the
    nominal model cannot judge, joints not compared);
-4. ``unknown``: symptoms that no correction explains (the evidence lists
+4. ``weakly identified link``: only fitted links far from their nominal ones,
+   with no effort symptom: the log hardly determines them (the joints that
+   carry them barely move) or the nominal model is far from the robot;
+5. ``unknown``: symptoms that no correction explains (the evidence lists
    what was compared).
 """
 
@@ -80,6 +86,7 @@ from workbench.calibration.effort_units import (
     sample_rows,
     without_drive_terms,
 )
+from workbench.calibration.link_plausibility import compare_links
 from workbench.calibration.log import Log
 from workbench.calibration.units import joint_units
 from workbench.chain import REVOLUTE, Chain
@@ -146,6 +153,7 @@ CAUSES = (
     "sample period",
     "torque scale",
     "dead channel",
+    "weakly identified link",
     "unknown",
 )
 
@@ -230,6 +238,17 @@ def diagnose(
         others = _other_joints(found, " ".join(d.evidence for d in diagnoses))
         diagnoses[-1] = replace(last, evidence="; ".join([last.evidence, *others]))
         return diagnoses
+    if not joints and fitted is not None and set(general) <= set(far_links(chain, fitted)):
+        return [
+            Diagnosis(
+                "weakly identified link",
+                "; ".join(general) + "; the efforts agree with the nominal model in unit, sign "
+                "and scale, so the log hardly determines these links (excite the joints that "
+                "carry them) or the nominal model is far from the robot (check its masses); "
+                "the model is written for inspection, `workbench export` refuses it without "
+                "--force",
+            )
+        ]
     return [
         Diagnosis(
             "unknown",
@@ -334,8 +353,13 @@ def _general_symptoms(chain, fitted, logged, nominal) -> list[str]:
             "worse than predicting zero"
         )
     if fitted is not None:
-        out += absurd_parameters(chain, fitted)
+        out += absurd_parameters(chain, fitted) + far_links(chain, fitted)
     return out
+
+
+def far_links(nominal: Chain, fitted: Chain) -> list[str]:
+    """Fitted links outside the plausible factors of their nominal ones (module docstring)."""
+    return compare_links(nominal, fitted)["implausible"]
 
 
 def _joint_symptoms(logged, nominal, gravity, found: list[EffortFinding]) -> dict[str, str]:

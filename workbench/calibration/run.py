@@ -18,7 +18,9 @@ it (a whole robot cut to the joints the log names, a closed chain from its
 motors' log), reads the log and the validation log, identifies drive gains
 from a ``payload_log``, calibrates (:func:`workbench.calibration.calibrate`,
 in memory or from a large log's triangular factors alike), and diagnoses an
-implausible torque fit (:mod:`workbench.calibration.fit_plausibility`).
+implausible torque fit (:mod:`workbench.calibration.fit_plausibility`), and compares a
+dynamic model's links and mass matrix with the nominal ones
+(:mod:`workbench.calibration.link_plausibility`, summary key ``nominal_comparison``).
 Warnings are collected, not printed: :attr:`Outcome.messages`.
 """
 
@@ -36,6 +38,7 @@ from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values
 from workbench.calibration.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.kinds import KINDS, kind
+from workbench.calibration.link_plausibility import compare_links
 from workbench.calibration.log import Log
 from workbench.calibration.log_files import logged_joints, read_log
 from workbench.calibration.problem import Options
@@ -176,6 +179,10 @@ def run_calibration(request: Request) -> Outcome:
         diagnoses = []
         if not large and spec.requires == ("tau",) and log_chain is chain:
             diagnoses = diagnose(log, chain, report.chain, nominal)
+        if request.kind == "dynamic" and log_chain is chain:
+            q = None if large else log.q[:: max(1, len(log) // 200)]
+            comparison = compare_links(chain, report.chain, q)
+            report = replace(report, summary=report.summary | {"nominal_comparison": comparison})
         if gains is not None:
             report = replace(
                 report, summary=report.summary | {"drive_gains": gains.summary()},
