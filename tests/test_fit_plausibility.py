@@ -27,8 +27,8 @@ from workbench.calibration.fit_plausibility import (
     diagnose,
 )
 from workbench.calibration.log import Log
-from workbench.calibration.problem import Options
 from workbench.calibration.log_files import read_log, write_log
+from workbench.calibration.problem import Options
 from workbench.calibration.simulate import exciting_trajectory, perturbed_truth, simulate_log
 from workbench.errors import ImplausibleFit, WorkbenchError
 
