@@ -87,6 +87,19 @@ class Outcome:
     log: Log
 
     @property
+    def untrusted(self) -> list[str]:
+        """Why the calibrated model is not to be trusted (an implausible fit, a calibration that
+        did not help); [] when it is. ``workbench calibrate`` exits 1 on any and records them in
+        summary.json (``exit``), and ``workbench export`` refuses such results without
+        --force."""
+        reasons = [f"implausible fit: {d.message}" for d in self.diagnoses]
+        if not self.improved:
+            reasons.append(
+                "the calibrated model predicts the held-out samples worse than the nominal model"
+            )
+        return reasons
+
+    @property
     def improved(self) -> bool:
         """Whether the calibrated model predicts the held-out samples at least as well."""
         held = self.report.summary["heldout"]

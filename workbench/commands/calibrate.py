@@ -26,7 +26,9 @@ a whole. Progress bars on stderr follow the reading, the fit and the
 validation fits (--quiet: none). Exit code 1 when the calibrated model predicts
 the held-out samples worse than the nominal one (with --parameters forcing a
 model), or when the fit is implausible for the log as described (a likely
-unit, sign, scale or column mistake, named); the results are still written.
+unit, sign, scale or column mistake, named; or a link far from its nominal one, a
+weakly identified link); the results are still written, summary.json's "exit" holds the
+code and the reasons, and `workbench export` refuses such results without --force.
 2 on bad input, with nothing written.
 
 MODEL may be a whole robot (wheels, head, grippers): the joints the log names
@@ -134,6 +136,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
     from pathlib import Path
 
     from workbench.calibration.fit_plausibility import implausible_message
@@ -164,8 +167,11 @@ def run(args: argparse.Namespace) -> int:
     for message in outcome.messages:
         print(f"workbench calibrate: warning: {message}", file=sys.stderr)
     notes = [f"implausible fit: {d.message}" for d in outcome.diagnoses]
+    reasons = outcome.untrusted
+    verdict = {"exit": {"code": 1 if reasons else 0, "reasons": reasons}}
+    report = replace(outcome.report, summary=outcome.report.summary | verdict)
     with results_directory(args.out) as stage:
-        write_report(stage, outcome.report, outcome.messages + notes)
+        write_report(stage, report, outcome.messages + notes)
     held = outcome.report.summary["heldout"]
     print(
         f"{args.kind} calibration of {outcome.report.chain.name}: held-out relative RMS "

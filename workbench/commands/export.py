@@ -17,6 +17,9 @@ reads (STL, OBJ, MSH) and that exist become geoms without contacts (a link
 without such visual meshes takes its collision meshes); others are left
 out. The output may not be one of the inputs.
 
+A results folder whose calibration exited 1 (summary.json "exit": an implausible
+fit, or a calibration that did not help) is refused, naming why, unless --force.
+
 With --urdf FILE the same model (the spanning tree, for a closed chain) is
 also written as URDF, its viscous and Coulomb friction in <dynamics>.
 """
@@ -36,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mjcf", metavar="FILE", required=True, help="MJCF file to write")
     parser.add_argument("--urdf", metavar="FILE", help="also write the model as URDF")
     parser.add_argument("--tool", metavar="FRAME", help="tool frame (default: the last frame)")
+    parser.add_argument(
+        "--force", action="store_true",
+        help="export a results folder whose calibration exited 1 (implausible, or did not help)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         urdf = source / "calibrated.urdf"
         if not urdf.is_file():
             raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
+        if not args.force:
+            _refuse_untrusted(source)
         drive_file = source / "calibrated.drives.toml"
         calibrated = numbered_joints(drive_file)
         if (source / "calibrated.toml").is_file():
@@ -206,6 +215,25 @@ def _nonnegative(joints, per_joint: dict, couplings: list) -> dict:
         for c in couplings
     ]  # fmt: skip
     return terms
+
+
+def _refuse_untrusted(folder: Path) -> None:
+    """Refuse a results folder whose summary.json says the calibration exited 1."""
+    import json
+
+    summary = folder / "summary.json"
+    if not summary.is_file():
+        return
+    try:
+        verdict = json.loads(summary.read_text()).get("exit") or {}
+    except (ValueError, AttributeError) as exc:
+        raise WorkbenchError(f"{summary}: not a calibration summary ({exc})") from None
+    if verdict.get("code", 0) != 0:
+        reasons = "; ".join(str(r) for r in verdict.get("reasons", [])) or "no reason recorded"
+        raise WorkbenchError(
+            f"{folder}: its calibration exited {verdict['code']} ({reasons}); the model is not "
+            "exported (pass --force to export it anyway)"
+        )
 
 
 def _same(a, b) -> bool:
