@@ -10,6 +10,7 @@ Pinocchio's CRBA.
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import replace
 
@@ -21,9 +22,11 @@ import workbench as wb
 from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.fit_plausibility import diagnose
 from workbench.calibration.link_plausibility import compare_links
+from workbench.calibration.log_files import write_log
 from workbench.calibration.problem import Options
 from workbench.calibration.simulate import simulate_log
 from workbench.calibration.validation import Folds
+from workbench.cli import main
 
 BARELY = 3  # wrist_1_joint
 
@@ -123,3 +126,26 @@ def test_a_far_link_on_a_correct_log_is_a_weakly_identified_link(ur5):
         diagnoses = diagnose(log, ur5, fitted)
     assert [d.cause for d in diagnoses] == ["weakly identified link"]
     assert f"link '{ur5.link_names[1]}' has mass" in diagnoses[0].evidence
+
+
+def test_export_refuses_results_whose_calibration_exited_1(tmp_path, capsys):
+    """A planar 2R log whose torques are negated: calibrate exits 1 naming the torque sign and
+    records it in summary.json; export of that folder exits 2 naming why, and writes it with
+    --force."""
+    chain = wb.models.load("planar_2r")
+    log, _ = simulate_log(chain, kind="dynamic", samples=400, noise=0.01, seed=3)
+    write_log(tmp_path / "negated.csv", replace(log, tau=-log.tau))
+    out = tmp_path / "results"
+    code = main(["calibrate", "--model", "planar_2r", "--log", str(tmp_path / "negated.csv"),
+                 "--kind", "dynamic", "--quiet", "--out", str(out)])  # fmt: skip
+    assert code == 1
+    verdict = json.loads((out / "summary.json").read_text())["exit"]
+    assert verdict["code"] == 1 and "torque sign" in verdict["reasons"][0]
+    capsys.readouterr()
+    mjcf = tmp_path / "model.xml"
+    assert main(["export", str(out), "--mjcf", str(mjcf)]) == 2
+    error = capsys.readouterr().err
+    assert "exited 1" in error and "torque sign" in error and "--force" in error
+    assert not mjcf.exists()
+    assert main(["export", str(out), "--mjcf", str(mjcf), "--force"]) == 0
+    assert mjcf.is_file()
