@@ -30,7 +30,9 @@ inertia at zero (``mjMINVAL``), which the project accepts (virtual links,
 point masses, thin rods). A massless link with one child link and no frames
 is folded: its joint moves into the child's body (MuJoCo applies the joints
 of a body in order, each about its axis in the body frame at q = 0, which
-is the product of exponentials of the normal form). Any other massless link
+is the product of exponentials of the normal form), up to six joints in a
+body (MuJoCo's limit: a hand's chain of massless virtual links folds into
+groups of six). Any other massless link
 and any zero principal moment get MuJoCo's compiler bounds ``boundmass`` /
 ``boundinertia`` at ``BOUND_RELATIVE`` times the model's largest mass /
 principal moment (written only when needed, and named in a comment): the
@@ -66,6 +68,9 @@ BOUND_RELATIVE = 1e-12
 _MINVAL = 1e-15
 # the triangle inequality A + B >= C may fail by this fraction of C (rounding in published models)
 TRIANGLE_RTOL = 1e-9
+# moments are moved this fraction of C inside A + B >= C (MuJoCo's check after rounding)
+TRIANGLE_MARGIN = 1e-10
+MAX_BODY_JOINTS = 6  # MuJoCo refuses a body with more degrees of freedom
 # MuJoCo reads these mesh formats
 MESH_FORMATS = (".stl", ".obj", ".msh")
 
@@ -127,7 +132,8 @@ def _per_joint(chain: Chain, values: ArrayLike | None, what: str) -> Array:
 
 
 def _folded(chain: Chain, holders: set[str]) -> Array:
-    """Per link the link whose body carries its joint (itself, or its child when folded).
+    """Per link the link whose body carries its joint (itself, or its child when folded; a
+    body carries at most :data:`MAX_BODY_JOINTS`, further massless links keep their own body).
 
     ``holders``: frames that carry sites or meshes (their links are not folded).
     """
@@ -135,9 +141,13 @@ def _folded(chain: Chain, holders: set[str]) -> Array:
     children = [np.flatnonzero(chain.parents == i) for i in range(chain.n)]
     framed = {f.parent for f in chain.attached_frames} | {chain.parent_of(f) for f in holders}
     body = np.arange(chain.n)
+    joints = np.ones(chain.n, dtype=np.int64)  # joints each body carries
     for i in range(chain.n - 1, -1, -1):  # children first: a fold continues down a folded child
         if mass[i] == 0 and len(children[i]) == 1 and i not in framed:
-            body[i] = body[children[i][0]]
+            holder = body[children[i][0]]
+            if joints[holder] < MAX_BODY_JOINTS:
+                body[i] = holder
+                joints[holder] += 1
     return body
 
 
@@ -146,24 +156,28 @@ def realizable(chain: Chain) -> tuple[Chain, list[str]]:
 
     MuJoCo refuses principal moments of inertia about the centre of mass
     outside the triangle inequality ``A + B >= C`` (no rigid body has them,
-    but identified models do: the iiwa's links 4 and 7). Such a link's
-    moments become ``(A + d/3, B + d/3, C - d/3)`` with ``d = C - A - B``,
-    the nearest moments (Euclidean) on the inequality, about the same
+    but identified models do: the iiwa's links 4 and 7), nor on it once the
+    numbers are rounded. Such a link's moments become ``(A + d/3, B + d/3,
+    C - d/3)`` with ``d = C - A - B + TRIANGLE_MARGIN C``, the nearest moments
+    (Euclidean) strictly inside the inequality by that margin, about the same
     principal axes; mass and centre of mass stay. Violations within
-    ``TRIANGLE_RTOL`` of the largest moment of the model are rounding and
-    left alone.
+    ``TRIANGLE_RTOL`` of the largest moment of the model are rounding: moved
+    as well, without a note.
     """
     phi = chain.phi
     m, c, I_c = inertia.com_from_phi(phi)
     moments, axes = np.linalg.eigh(I_c)
-    deficit = moments[:, 2] - moments[:, 0] - moments[:, 1]
-    bad = np.flatnonzero((m > 0) & (deficit > TRIANGLE_RTOL * max(np.abs(moments).max(), _MINVAL)))
+    deficit = moments[:, 2] - moments[:, 0] - moments[:, 1] + TRIANGLE_MARGIN * moments[:, 2]
+    bad = np.flatnonzero((m > 0) & (deficit > 0))
     if not bad.size:
         return chain, []
     notes = []
+    rounding = TRIANGLE_RTOL * max(np.abs(moments).max(), _MINVAL)
     for i in bad:
         A, B, C = moments[i]
         moments[i] += deficit[i] / 3 * np.array([1.0, 1.0, -1.0])
+        if C - A - B <= rounding:
+            continue
         notes.append(
             f"link '{chain.link_names[i]}': principal moments of inertia {A:.6g}, {B:.6g}, "
             f"{C:.6g} kg m^2 violate A + B >= C, which MuJoCo requires; written as "
