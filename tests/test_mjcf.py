@@ -117,8 +117,8 @@ def test_realizable_moves_impossible_moments_strictly_inside_the_triangle_inequa
     assert np.all(after[:, 0] + after[:, 1] - after[:, 2] > 0.5e-10 * after[:, 2])
     deficit = before[:, 2] - before[:, 0] - before[:, 1] + 1e-10 * before[:, 2]
     moved = deficit > 0
-    np.testing.assert_allclose(after[moved] - before[moved],
-                               deficit[moved, None] / 3 * np.array([1, 1, -1]), atol=1e-15)  # fmt: skip
+    step = deficit[moved, None] / 3 * np.array([1, 1, -1])
+    np.testing.assert_allclose(after[moved] - before[moved], step, atol=1e-15)
     np.testing.assert_array_equal(after[~moved], before[~moved])
     mujoco.MjModel.from_xml_string(mjcf_string(fixed))
 
