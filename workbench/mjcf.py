@@ -214,6 +214,8 @@ def mjcf_element(
     name: str | None = None,
     timestep: float = 0.002,
     integrator: str = "implicitfast",
+    keyframe: Mapping[str, float] | None = None,
+    keyframe_name: str = "calibration",
 ) -> ET.Element:
     """The ``<mujoco>`` element of ``chain`` (arguments as in :func:`mjcf_string`)."""
     check_chain(chain)
@@ -334,6 +336,14 @@ def mjcf_element(
                 motor.set("ctrlrange", _vec([-effort, effort]))
             else:
                 motor.set("ctrllimited", "false")
+    if keyframe:
+        unknown = sorted(set(keyframe) - set(chain.joint_names))
+        if unknown:
+            raise WorkbenchError(f"keyframe: {', '.join(unknown)} are not joints of the model")
+        order = [joint.get("name") for joint in world.iter("joint")]  # MuJoCo's qpos order
+        qpos = [float(keyframe.get(name, 0.0)) for name in order]
+        keys = ET.SubElement(root, "keyframe")
+        ET.SubElement(keys, "key", name=keyframe_name, qpos=_vec(qpos))
     return root
 
 
@@ -378,6 +388,8 @@ def mjcf_string(
     name: str | None = None,
     timestep: float = 0.002,
     integrator: str = "implicitfast",
+    keyframe: Mapping[str, float] | None = None,
+    keyframe_name: str = "calibration",
 ) -> str:
     """The MJCF text of ``chain`` (module docstring).
 
@@ -388,12 +400,14 @@ def mjcf_string(
     without contacts (file names as given, resolved by MuJoCo relative to
     the MJCF file); ``actuated`` the joints that get a motor (default all);
     ``name`` the model's name (default the chain's); ``timestep`` (s) and
-    ``integrator`` MuJoCo's options.
+    ``integrator`` MuJoCo's options; ``keyframe`` joint values (rad or m; the
+    others 0) written as the ``<key name=keyframe_name>`` of a ``<keyframe>``
+    (a whole robot's calibration: the values it locked each joint at).
     """
     root = mjcf_element(
         chain, armature=armature, damping=damping, frictionloss=frictionloss,
         couplings=couplings, meshes=meshes, actuated=actuated, name=name,
-        timestep=timestep, integrator=integrator,
+        timestep=timestep, integrator=integrator, keyframe=keyframe, keyframe_name=keyframe_name,
     )  # fmt: skip
     return text(root)
 

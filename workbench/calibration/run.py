@@ -192,6 +192,9 @@ def run_calibration(request: Request) -> Outcome:
         diagnoses = []
         if not large and spec.requires == ("tau",) and log_chain is chain:
             diagnoses = diagnose(log, chain, report.chain, nominal)
+        if chain.reduction is not None:  # a whole robot: where the others were locked
+            locked = {name: float(value) for name, value in chain.reduction.locked}
+            report = replace(report, summary=report.summary | {"locked_joints": locked})
         if request.kind == "dynamic" and log_chain is chain:
             q = None if large else log.q[:: max(1, len(log) // 200)]
             comparison = compare_links(chain, report.chain, q)

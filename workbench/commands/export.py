@@ -17,6 +17,8 @@ reads (STL, OBJ, MSH) and that exist become geoms without contacts (a link
 without such visual meshes takes its collision meshes); others are left
 out. The output may not be one of the inputs.
 
+A whole robot's results folder (summary.json "locked_joints") gets a <keyframe> "calibration"
+holding the values the calibration locked each joint at (the calibrated joints at 0).
 A results folder whose calibration exited 1 (summary.json "exit": an implausible
 fit, or a calibration that did not help) is refused, naming why, unless --force.
 
@@ -76,13 +78,14 @@ def run(args: argparse.Namespace) -> int:
         raise WorkbenchError(f"--mjcf and --urdf name the same file {args.mjcf}")
 
     source = Path(args.model)
-    closed, drive_file, package_dirs, calibrated = None, None, [], None
+    closed, drive_file, package_dirs, calibrated, keyframe = None, None, [], None, None
     if source.is_dir():
         urdf = source / "calibrated.urdf"
         if not urdf.is_file():
             raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
         if not args.force:
             _refuse_untrusted(source)
+        keyframe = _locked_joints(source)
         drive_file = source / "calibrated.drives.toml"
         calibrated = numbered_joints(drive_file)
         if (source / "calibrated.toml").is_file():
@@ -167,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         if closed is not None:
             path = closed_mjcf.write_mjcf(closed, args.mjcf, meshes=meshes, **terms)
         else:
-            path = write_mjcf(chain, args.mjcf, meshes=meshes, **terms)
+            path = write_mjcf(chain, args.mjcf, meshes=meshes, keyframe=keyframe, **terms)
     for warning in caught:
         print(f"workbench export: warning: {warning.message}", file=sys.stderr)
     written = [str(path)]
@@ -234,6 +237,25 @@ def _refuse_untrusted(folder: Path) -> None:
             f"{folder}: its calibration exited {verdict['code']} ({reasons}); the model is not "
             "exported (pass --force to export it anyway)"
         )
+
+
+def _locked_joints(folder: Path) -> dict[str, float] | None:
+    """The values a whole robot's calibration locked its other joints at (summary.json
+    ``locked_joints``), for the MJCF's keyframe; None for a chain calibrated whole."""
+    import json
+    import math
+
+    summary = folder / "summary.json"
+    if not summary.is_file():
+        return None
+    locked = json.loads(summary.read_text()).get("locked_joints")
+    if locked is None:
+        return None
+    if not isinstance(locked, dict) or not all(
+        isinstance(v, int | float) and math.isfinite(v) for v in locked.values()
+    ):
+        raise WorkbenchError(f"{summary}: locked_joints is not a table of finite joint values")
+    return {str(name): float(value) for name, value in locked.items()}
 
 
 def _same(a, b) -> bool:
