@@ -185,3 +185,28 @@ def test_epoch_stamps_give_the_clock_period_not_their_rounding(jitter):
     clock = uniform_clock(t)
     assert abs(clock.period / 0.005 - 1) < 1e-7 + 2 * jitter / (k[-1] - k[0])
     assert abs(clock.t[-1] - t[-1]) < 0.5 * 0.005
+
+
+def test_bags_by_relative_paths_with_a_folder_part(tmp_path, planar, monkeypatch):
+    """--log bags/run.bag, a ROS 2 bag folder bags/run_mcap and a bare bags/bare.mcap, named
+    from the folder above (no doubled folder, the bag folder not taken for a large log's
+    chunks): the parameters of the same recording as a CSV, to 1e-12."""
+    from workbench.calibration.chunked_logs import is_chunked_log
+    from workbench.cli import main
+
+    t, q, tau = recording(planar, jittery_stamps())
+    reference = identified(planar, csv_description(tmp_path, planar, t, q, tau))
+    names = list(planar.joint_names)
+    (tmp_path / "bags").mkdir()
+    write_joint_states(tmp_path / "bags/run.bag", "ros1", t, names, position=q, effort=tau)
+    write_joint_states(tmp_path / "bags/run_mcap", "mcap", t, names, position=q, effort=tau)
+    write_joint_states(tmp_path / "bags/bare.mcap", "mcap", t, names, position=q, effort=tau)
+    monkeypatch.chdir(tmp_path)
+    assert not is_chunked_log("bags/run_mcap")
+    for path in ("bags/run.bag", "bags/run_mcap", "bags/bare.mcap"):
+        values = identified(planar, path)
+        assert values.keys() == reference.keys(), path
+        for name, (value, _) in values.items():
+            assert value == pytest.approx(reference[name][0], rel=1e-12, abs=1e-12), (path, name)
+    args = ["calibrate", "--model", "planar_2r", "--log", "bags/run_mcap", "--kind", "dynamic"]
+    assert main([*args, "--quiet", "--out", "out"]) == 0

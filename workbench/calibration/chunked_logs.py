@@ -86,9 +86,12 @@ class ChunkedLog:
 
 
 def is_chunked_log(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a large-log input: a Parquet file or a directory of chunk files."""
+    """Whether ``path`` is a large-log input: a Parquet file or a directory of chunk files (not
+    a ROS 2 bag's folder, which holds a ``metadata.yaml``)."""
     path = Path(path)
-    return path.is_dir() or path.suffix.lower() == ".parquet"
+    if path.is_dir():
+        return not (path / "metadata.yaml").is_file()
+    return path.suffix.lower() == ".parquet"
 
 
 def open_chunked_log(path: str | os.PathLike, chain: Chain) -> ChunkedLog:

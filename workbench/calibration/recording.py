@@ -168,11 +168,12 @@ def read_bag(path: str | Path, chain: Chain, *, progress: bool = False) -> Log:
     :class:`Log`, as the description ``[positions] file = BAG`` with default keys reads it."""
     path = Path(path)
     states = bags.read_joint_states(path, JOINT_STATES, chain.joint_names)
-    description = {"positions": {"file": str(path)}}
+    file = path.name  # relative to the bag's folder, which the sections are read from
+    description = {"positions": {"file": file}}
     if np.isfinite(states.velocity).any():
-        description["velocities"] = {"file": str(path)}
+        description["velocities"] = {"file": file}
     if np.isfinite(states.effort).any():
-        description["torques"] = {"file": str(path)}
+        description["torques"] = {"file": file}
     return _read(Section(description, str(path)), path, path.parent, chain, False, progress)
 
 
