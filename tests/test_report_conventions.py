@@ -23,6 +23,7 @@ import pytest
 import workbench as wb
 from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.exact_urdf import calibrated_urdf
+from workbench.calibration.joint_figures import per_joint_figures
 from workbench.calibration.parameter_figures import std_figure
 from workbench.calibration.problem import Options
 from workbench.calibration.report import write_report
@@ -88,7 +89,18 @@ def test_torque_units_by_joint_type_and_per_joint_heldout(arm, tmp_path):
     assert held["calibrated"]["relative_rms"] == pytest.approx(
         np.sqrt(total / measured2.sum()), rel=1e-9
     )
+    # the per-joint lead: the mean of |e_j| / |tau_j| from each joint's RMS error and the
+    # log's torques; the pooled figure adds N and N m
+    figures = per_joint_figures(summary)
+    normalised = [
+        held["calibrated"]["rms"][joint] * np.sqrt(len(log.t) / measured2[j])
+        for j, joint in enumerate(arm.joint_names)
+    ]
+    assert figures["mean"]["calibrated"] == pytest.approx(np.mean(normalised), rel=1e-9)
+    assert figures["pooled_mixes_units"] and figures["worse_than_zero"] == []
+    write_report(tmp_path, replace(report, summary=report.summary | {"heldout_per_joint": figures}))
     page = (tmp_path / "report.html").read_text()
+    assert "(pooled, adds N and N m)" in page and "per-joint mean" in page
     assert "slider: held-out relative RMS" in page and "RMS [N]" in page
     assert "shoulder: held-out relative RMS" in page and "RMS [N m]" in page
     drives = (tmp_path / "calibrated.drives.toml").read_text()

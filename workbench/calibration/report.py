@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from workbench.calibration.cross_validation import CalibrationReport
+from workbench.calibration.joint_figures import summary_line
 from workbench.calibration.parameter_figures import std_figure
 from workbench.calibration.term_screening import benefit_rows
 from workbench.io import atomic_write_text
@@ -83,8 +84,17 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
         ("log", summary["log"]),
         ("held out", f"{held['scheme']}, {held['samples']} samples"),
         ("nominal model", held["nominal_model"]),
+    ]
+    per_joint = summary.get("heldout_per_joint")
+    if per_joint is not None:
+        rows.append(
+            ("held-out relative RMS per joint, mean of the joints", summary_line(per_joint))
+        )
+    rows += [
         (
-            "held-out relative RMS, nominal -> calibrated",
+            "held-out relative RMS (pooled"
+            + (", adds N and N m" if per_joint and per_joint["pooled_mixes_units"] else "")
+            + "), nominal -> calibrated",
             f"{_figure(held['nominal']['relative_rms'])} -> "
             f"{_figure(held['calibrated']['relative_rms'])}",
         ),

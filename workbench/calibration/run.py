@@ -37,6 +37,7 @@ from workbench.calibration.cross_validation import CalibrationReport, calibrate
 from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values
 from workbench.calibration.fit_plausibility import Diagnosis, diagnose
+from workbench.calibration.joint_figures import per_joint_figures
 from workbench.calibration.kinds import KINDS, kind
 from workbench.calibration.link_plausibility import compare_links
 from workbench.calibration.log import Log
@@ -192,6 +193,9 @@ def run_calibration(request: Request) -> Outcome:
         diagnoses = []
         if not large and spec.requires == ("tau",) and log_chain is chain:
             diagnoses = diagnose(log, chain, report.chain, nominal)
+        figures = per_joint_figures(report.summary)
+        if figures is not None:
+            report = replace(report, summary=report.summary | {"heldout_per_joint": figures})
         if chain.reduction is not None:  # a whole robot: where the others were locked
             locked = {name: float(value) for name, value in chain.reduction.locked}
             report = replace(report, summary=report.summary | {"locked_joints": locked})

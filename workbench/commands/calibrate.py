@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from workbench.calibration.fit_plausibility import implausible_message
+    from workbench.calibration.joint_figures import summary_line
     from workbench.calibration.report import write_report
     from workbench.calibration.run import Request, check_request, run_calibration
     from workbench.errors import ImplausibleFit
@@ -173,8 +174,10 @@ def run(args: argparse.Namespace) -> int:
     with results_directory(args.out) as stage:
         write_report(stage, report, outcome.messages + notes)
     held = outcome.report.summary["heldout"]
+    per_joint = outcome.report.summary.get("heldout_per_joint")
+    lead = "" if per_joint is None else f"{summary_line(per_joint)}; pooled "
     print(
-        f"{args.kind} calibration of {outcome.report.chain.name}: held-out relative RMS "
+        f"{args.kind} calibration of {outcome.report.chain.name}: held-out {lead}relative RMS "
         f"{held['nominal']['relative_rms']:.4g} (nominal) -> "
         f"{held['calibrated']['relative_rms']:.4g} (calibrated), {held['scheme']}; "
         f"results in {Path(args.out)}"
