@@ -120,7 +120,8 @@ class EffortFinding:
         numbers = f"ratio logged/nominal {self.ratio:.3g}, correlation {self.correlation:.2f}"
         fix = (
             f"; multiply its [torques] scale by {self.suggested_scale:.3g} "
-            f"({self.unit} per logged unit)"
+            f"({self.unit} per logged unit, suggested from the nominal model's torques: a guess "
+            "to check against the drive's torque constant, not a measured gain)"
         )
         text = {
             "ok": f"{head}, {numbers}: consistent",

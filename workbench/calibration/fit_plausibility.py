@@ -390,8 +390,8 @@ def _other_joints(found: list[EffortFinding], named: str) -> list[str]:
         out.append(
             "taken as the right unit (ratio logged/nominal within "
             f"[{RATIO_LOW:g}, {RATIO_HIGH:g}]): "
-            + ", ".join(f"{f.joint} {f.ratio:.3g} (scale x {f.suggested_scale:.3g} for a ratio 1)"
-                        for f in ok)
+            + ", ".join(f"{f.joint} {f.ratio:.3g} (scale x {f.suggested_scale:.3g} for a ratio 1, "
+                        "from the nominal model)" for f in ok)
         )  # fmt: skip
     for verdict, why in (
         ("uncorrelated", "the effort does not follow the nominal torque, so the nominal model "
