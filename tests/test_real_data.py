@@ -85,18 +85,17 @@ def test_tx40_beats_the_published_nominal_model_on_held_out_data(tx40_run):
     assert summary["heldout_relative_rms"] == held["calibrated"]["relative_rms"]
     assert held["calibrated"]["relative_rms"] < held["nominal"]["relative_rms"]
     assert summary["terms"] == ["friction", "rotor_inertia", "offset", "coupled_motors"]
-    # without --physical some identified link inertias are no body's: one warning names every
-    # such link (found here from the identified phi: a negative mass or a principal moment
-    # about the centre of mass below zero), and no URDF is written
-    (warning,) = summary["warnings"]
+    # the default fit is consistent: every link a body (a positive mass, principal moments
+    # about the centre of mass positive and within the triangle inequality, found here from
+    # the identified phi), no warning, and the URDF written
+    assert summary["warnings"] == [] and summary["physically_consistent"]
     for joint, phi in zip(summary["joint_names"], summary["phi"], strict=True):
         m, h = phi[0], np.array(phi[1:4])
         I = np.array([[phi[4], phi[7], phi[8]], [phi[7], phi[5], phi[9]], [phi[8], phi[9], phi[6]]])
         c = h / m
         moments = np.linalg.eigvalsh(I - m * (c @ c * np.eye(3) - np.outer(c, c)))
-        impossible = m < 0 or moments[0] < -(1e-6 * abs(moments[-1]) + 1e-9)
-        assert (f"(moved by joint '{joint}')" in warning) == impossible, joint
-    assert summary["urdf"] is None and not (tx40_run / "calibrated.urdf").exists()
+        assert m > 0 and moments[0] > 0 and moments[0] + moments[1] > moments[2], joint
+    assert summary["urdf"] == "calibrated.urdf" and (tx40_run / "calibrated.urdf").is_file()
 
 
 def test_tx40_outputs_read_back(tx40_run):

@@ -83,7 +83,7 @@ def test_the_dynamic_problem_in_small_blocks_fits_and_predicts_the_stacked_syste
     monkeypatch.setattr(regressor_blocks_module, "BLOCK_BYTES", 1)
     monkeypatch.setattr(regressor_blocks_module, "CACHE_BYTES", 0)
     log, _ = simulate_log(iiwa, kind="dynamic", samples=900, noise=0.3, friction=0.2, seed=6)
-    problem = KINDS["dynamic"].problem(iiwa, log, Options(weighted=False))
+    problem = KINDS["dynamic"].problem(iiwa, log, Options(weighted=False, physical=False))
     assert problem.equations.block == 64 and problem.samples > 10 * 64
     assert [c.terms for c in problem.candidates] == [(), ("friction",)]
     folds = problem.folds(Folds(3))

@@ -18,9 +18,11 @@ through :func:`workbench.dynamics.matrices.mass_matrix`) at the
 given configurations, as the median ratio of its diagonal (each joint's
 apparent inertia), reported per joint. Links whose nominal mass is below
 1e-3 of the robot's (virtual or massless links) have no mass ratio; links
-whose nominal largest moment is below 1e-6 of the robot's largest (point
-masses) have no inertia ratio. The judgement compares both values raised to
-:data:`FLOOR` of the robot's largest nominal link mass (largest moment): a
+whose nominal largest moment is below 1e-6 of that scale (point masses)
+have no inertia ratio. The judgement compares both values raised to
+:data:`FLOOR` of the robot's largest nominal link mass (for moments: of the
+largest moment of a nominal link about its joint origin, which point masses
+have too): a
 wrist link of 1e-4 kg m^2 fitted at 2e-3 kg m^2 is noise on a robot whose arm
 links have 0.1 kg m^2, not an implausible model.
 """
@@ -60,12 +62,15 @@ def _outside(fitted: float, nominal: float, floor: float, factor: float) -> bool
 def compare_links(nominal: Chain, fitted: Chain, q: Array | None = None) -> dict[str, Any]:
     """The comparison of the module docstring: ``{"links": {link: figures}, "mass_matrix_
     diagonal_ratio": {joint: median ratio} (with ``q`` (N, n)), "implausible": [messages]}``."""
-    m0, c0, I0 = inertia.com_from_phi(inertia.phi_from_matrix(nominal.local_inertias()))
+    phi0 = inertia.phi_from_matrix(nominal.local_inertias())
+    m0, c0, I0 = inertia.com_from_phi(phi0)
     m1, c1, I1 = inertia.com_from_phi(inertia.phi_from_matrix(fitted.local_inertias()))
     moment0 = np.linalg.eigvalsh(I0)[:, -1]
     moment1 = np.linalg.eigvalsh(I1)[:, -1]
+    # the robot's inertia scale: the largest moment of a nominal link about its joint origin
+    reach = float(np.abs(np.linalg.eigvalsh(inertia.rotational_inertia(phi0))).max(initial=0.0))
     weighed = m0 > 1e-3 * m0.sum()
-    shaped = moment0 > 1e-6 * moment0.max(initial=0.0)
+    shaped = moment0 > 1e-6 * reach
     links, implausible = {}, []
     for i, link in enumerate(fitted.link_names):
         mass_ratio = m1[i] / m0[i] if weighed[i] else None
@@ -84,7 +89,7 @@ def compare_links(nominal: Chain, fitted: Chain, q: Array | None = None) -> dict
                 f"link '{link}' has mass {m1[i]:.4g} kg, {mass_ratio:.3g} times its nominal "
                 f"{m0[i]:.4g} kg (plausible: 1/{MASS_FACTOR:g} to {MASS_FACTOR:g} times)"
             )
-        floor = FLOOR * moment0.max()
+        floor = FLOOR * reach
         if inertia_ratio is not None and _outside(moment1[i], moment0[i], floor, INERTIA_FACTOR):
             implausible.append(
                 f"link '{link}' has a largest moment of inertia of {moment1[i]:.4g} kg m^2, "
