@@ -19,14 +19,14 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
+from workbench.calibration.checks.fit_plausibility import diagnose
+from workbench.calibration.checks.link_plausibility import compare_links
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.fit_plausibility import diagnose
-from workbench.calibration.link_plausibility import compare_links
-from workbench.calibration.log_files import write_log
-from workbench.calibration.problem import Options
-from workbench.calibration.simulate import simulate_log
-from workbench.calibration.validation import Folds
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import main
+from workbench.recordings.log_files import write_log
 
 BARELY = 3  # wrist_1_joint
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.clock import resample, uniform_clock
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.log_files import read_log
-from workbench.calibration.simulate import perturbed_truth
-from workbench.calibration.tables import write_table
-from workbench.calibration.trajectories import exciting_trajectory
-from workbench.calibration.validation import Folds
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import perturbed_truth
+from workbench.calibration.simulation.trajectories import exciting_trajectory
+from workbench.recordings.clock import resample, uniform_clock
+from workbench.recordings.log_files import read_log
+from workbench.recordings.tables import write_table
 from workbench.testing.bag_writer import STORAGES, write_joint_states
 
 RATE = 100.0
@@ -191,8 +191,8 @@ def test_bags_by_relative_paths_with_a_folder_part(tmp_path, planar, monkeypatch
     """--log bags/run.bag, a ROS 2 bag folder bags/run_mcap and a bare bags/bare.mcap, named
     from the folder above (no doubled folder, the bag folder not taken for a large log's
     chunks): the parameters of the same recording as a CSV, to 1e-12."""
-    from workbench.calibration.chunked_logs import is_chunked_log
     from workbench.cli import main
+    from workbench.recordings.chunked_logs import is_chunked_log
 
     t, q, tau = recording(planar, jittery_stamps())
     reference = identified(planar, csv_description(tmp_path, planar, t, q, tau))

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.log_files import write_log
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import main
+from workbench.recordings.log_files import write_log
 
 ARM = [f"arm_{i}_joint" for i in range(1, 8)]
 LOCKED = {"torso_lift_joint": 0.15, "head_2_joint": -0.3}
