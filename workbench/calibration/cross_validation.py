@@ -44,7 +44,7 @@ from tqdm import tqdm
 from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.exact_urdf import calibrated_urdf
 from workbench.calibration.kinds import kind
-from workbench.calibration.log import Log
+from workbench.calibration.log import Log, check_log
 from workbench.calibration.problem import (
     CalibrationProblem,
     Options,
@@ -56,6 +56,7 @@ from workbench.calibration.selection import select
 from workbench.calibration.selection import table as selection_table
 from workbench.calibration.validation import EndSplit, Folds, default_validation
 from workbench.chain import Chain
+from workbench.closed_chains.model import ClosedChain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -95,7 +96,20 @@ def calibrate(
     """Calibrate ``chain`` on ``log`` (in memory, or a large log of a kind that accumulates
     one) and validate it (module docstring); ``validation`` default: the log description's
     scheme, else the last 20 % held out."""
-    options = options or Options()
+    options = Options() if options is None else options
+    if not isinstance(chain, Chain | ClosedChain):
+        raise WorkbenchError(f"calibrate: the model is {type(chain).__name__}, not a Chain")
+    if not isinstance(options, Options):
+        raise WorkbenchError(f"calibrate: options is {type(options).__name__}, not Options")
+    if not isinstance(validation, EndSplit | Folds | Log | None):
+        raise WorkbenchError(
+            f"calibrate: validation is {type(validation).__name__}, not EndSplit, Folds or a Log"
+        )
+    n = chain.n if isinstance(chain, Chain) else None  # a closed chain's log: its motors
+    if not isinstance(log, ChunkedLog):
+        check_log(log, n)
+    if isinstance(validation, Log):
+        check_log(validation, n)
     with tqdm(
         total=2, desc=f"{kind_name} calibration: equations", unit="fit", file=sys.stderr,
         disable=not options.progress, bar_format="{desc} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]",

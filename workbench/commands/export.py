@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         calibrated = numbered_joints(drive_file)
         if (source / "calibrated.toml").is_file():
             closed = closed_chains.read(source / "calibrated.toml")
-        inputs = [urdf, drive_file, source / "calibrated.toml"]
+        inputs = [urdf, drive_file, source / "calibrated.toml", source / "summary.json"]
     elif closed_chains.is_closed_chain(args.model):
         closed = closed_chains.load(args.model)
         urdf = closed.urdf_path

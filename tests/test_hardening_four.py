@@ -1,0 +1,209 @@
+"""Issue 35, hardening round four: nothing deleted or replaced outside the output, no absurd
+answer with exit 0, no hang, memory checked before allocating, no traceback.
+
+Each test takes the issue's reproduction as its input. The items, by number, and their tests:
+
+1. ``test_a_listed_name_outside_the_folder_is_never_deleted``,
+   ``test_a_list_the_project_did_not_write_deletes_nothing``.
+2. ``test_an_output_that_is_not_a_regular_file_is_refused`` (a FIFO, and a link to one standing
+   for ``/dev/null``), ``test_a_results_folder_entry_that_is_a_fifo_is_kept``.
+3. ``test_payload_refuses_an_out_that_holds_its_inputs``.
+4. ``test_export_never_writes_over_the_summary_it_reads``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from tests.test_hardening_three import chain_urdf, fails
+from workbench.calibration.log import Log
+from workbench.calibration.problem import Options
+from workbench.calibration.validation import EndSplit, Folds
+from workbench.errors import WorkbenchError
+from workbench.io import MANIFEST_SUFFIX, atomic_write_text, results_directory
+from workbench.models import urdf_path
+
+
+# ------------------------------------------------------------------ losses (items 1-4)
+def _results(out: Path, names: list[str]) -> None:
+    with results_directory(out) as stage:
+        for name in names:
+            (stage / name).write_text(name)
+
+
+@pytest.mark.parametrize("listed", ["absolute", "linked/x"])
+def test_a_listed_name_outside_the_folder_is_never_deleted(tmp_path, listed):
+    """A results list naming an absolute path, or a file reached through a symbolic link to
+    another folder, deletes nothing there, even when the list is the one the run wrote."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    victim = elsewhere / "x"
+    victim.write_text("precious")
+    out = tmp_path / "res"
+    _results(out, ["summary.json"])
+    (out / "notes.txt").write_text("the user's")  # so that the folder is updated, not swapped
+    (out / "linked").symlink_to(elsewhere)
+    manifest = tmp_path / f".res{MANIFEST_SUFFIX}"
+    name = str(victim) if listed == "absolute" else "linked/x"
+    lines = manifest.read_text().splitlines()
+    manifest.write_text("\n".join([*lines, name]) + "\n")  # the project's list, one name more
+    _results(out, ["report.html"])
+    assert victim.read_text() == "precious"
+    assert (out / "notes.txt").read_text() == "the user's"
+
+
+def test_a_list_the_project_did_not_write_deletes_nothing(tmp_path):
+    """A hand-written list naming the user's files in the folder is not trusted: no file of the
+    folder is deleted nor the folder swapped away."""
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "notes.txt").write_text("the user's")
+    (tmp_path / f".res{MANIFEST_SUFFIX}").write_text("notes.txt\n")
+    _results(out, ["summary.json"])
+    assert (out / "notes.txt").read_text() == "the user's"
+    assert (out / "summary.json").read_text() == "summary.json"
+
+
+@pytest.fixture
+def pipe(tmp_path) -> Path:
+    path = tmp_path / "pipe.xml"
+    os.mkfifo(path)  # never opened: opening it would block
+    return path
+
+
+@pytest.mark.parametrize("through_link", [False, True])
+def test_an_output_that_is_not_a_regular_file_is_refused(capsys, tmp_path, pipe, through_link):
+    """``export --mjcf pipe.xml`` (a FIFO) and a link to a special file (as ``/dev/null`` is
+    for a root user's run) are refused, the FIFO left a FIFO; the library's writer too."""
+    target = pipe
+    if through_link:
+        target = tmp_path / "null.xml"
+        target.symlink_to(pipe)
+    line = fails(capsys, ["export", "iiwa", "--mjcf", str(target)])
+    assert f"--mjcf {target} is a FIFO, not a regular file" in line
+    with pytest.raises(WorkbenchError, match="is a FIFO, not a regular file"):
+        atomic_write_text(target, "<mujoco/>")
+    assert pipe.is_fifo() and (not through_link or target.is_symlink())
+
+
+def test_a_results_folder_entry_that_is_a_fifo_is_kept(tmp_path):
+    out = tmp_path / "res"
+    out.mkdir()
+    os.mkfifo(out / "summary.json")
+    with pytest.raises(WorkbenchError, match=r"summary\.json is a FIFO"):
+        _results(out, ["summary.json"])
+    assert (out / "summary.json").is_fifo()
+    assert not list(tmp_path.glob(".res.*.staging"))
+
+
+@pytest.fixture
+def calibration_folder(tmp_path) -> Path:
+    """A calibration results folder: its calibrated.urdf (the iiwa) and a summary.json."""
+    folder = tmp_path / "calib"
+    folder.mkdir()
+    shutil.copy(urdf_path("iiwa"), folder / "calibrated.urdf")
+    (folder / "summary.json").write_text('{"joint_names": null}\n')
+    (folder / "log.csv").write_text("t,q_iiwa_joint_1\n0,0\n")
+    return folder
+
+
+def _unchanged(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["identify", "--model", "{d}/calibrated.urdf", "--log", "{t}/log.csv", "--out", "{d}"],
+        ["excite", "--model", "{d}/calibrated.urdf", "--joints", "7", "--out", "{d}"],
+        ["identify", "--model", "iiwa", "--log", "{d}/log.csv", "--out", "{d}"],
+    ],
+)
+def test_payload_refuses_an_out_that_holds_its_inputs(capsys, tmp_path, calibration_folder, argv):
+    before = _unchanged(calibration_folder)
+    (tmp_path / "log.csv").write_text("t\n0\n")
+    argv = [a.format(d=calibration_folder, t=tmp_path) for a in argv]
+    line = fails(capsys, ["payload", *argv])
+    assert f"--out {calibration_folder} holds the input" in line
+    assert _unchanged(calibration_folder) == before
+
+
+@pytest.mark.parametrize("name", ["summary.json", "calibrated.urdf"])
+def test_export_never_writes_over_the_summary_it_reads(capsys, calibration_folder, name):
+    before = _unchanged(calibration_folder)
+    out = calibration_folder / name
+    line = fails(capsys, ["export", str(calibration_folder), "--mjcf", str(out)])
+    assert f"--mjcf {out} is an input of this export" in line
+    assert _unchanged(calibration_folder) == before
+
+
+# ------------------------------------------------------------ wrong answers (items 5-15)
+@pytest.mark.parametrize("axis", ["1e-200 1e-200 0", "1e-320 0 0", "0 0 1e-9"])
+def test_an_axis_too_short_to_normalise_is_refused(capsys, tmp_path, axis):
+    """Item 8: an axis whose squared length underflows passed the zero check and gave NaN
+    twists, ``axis="inf inf nan"`` in exports and NaN torques; the check is on the length the
+    parsers normalise by. Exports and simulate-log read the model through the same check."""
+    bad = tmp_path / "bad.urdf"
+    bad.write_text(chain_urdf(3).replace('<axis xyz="0 0 1"/>', f'<axis xyz="{axis}"/>', 1))
+    for argv in (["info", str(bad)], ["export", str(bad), "--mjcf", str(tmp_path / "m.xml")]):
+        line = fails(capsys, argv)
+        assert "line 5: joint 'j1': <axis> xyz has " in line and "too short" in line, line
+    assert not (tmp_path / "m.xml").exists()
+
+
+def test_complex_torques_are_refused_by_the_library():
+    """Item 15: ``wb.calibration.calibrate`` dropped the imaginary part of complex torques."""
+    chain = wb.models.load("planar_2r")
+    t = np.linspace(0.0, 1.0, 50)
+    q = np.column_stack([np.sin(t), np.cos(t)])
+    with pytest.raises(WorkbenchError, match=r"tau is complex"):
+        wb.calibration.calibrate(chain, "dynamic", Log(t=t, q=q, tau=q + 1e-3j))
+
+
+# ------------------------------------------------------------------ tracebacks (19-22)
+def _planar_log(**changes) -> Log:
+    t = np.linspace(0.0, 2.0, 200)
+    q = np.column_stack([np.sin(3 * t), np.cos(2 * t)])
+    return Log(**{"t": t, "q": q, "dq": np.cos(q), "ddq": -q, "tau": np.cos(q), **changes})
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda c: wb.calibration.calibrate(c, "dynamic", _planar_log(q=np.full((200, 2), np.nan))),
+         r"q holds nan at sample 0, column 0"),
+        (lambda c: wb.calibration.calibrate(c, "dynamic", _planar_log(tau=np.ones((200, 3)))),
+         r"tau has shape \(200, 3\); expected \(200, 2\) for a model of 2 joints"),
+        (lambda c: wb.calibration.calibrate(c, "dynamic", _planar_log(q=np.ones((200, 7)))),
+         r"q has shape \(200, 7\); expected \(200, 2\)"),
+        (lambda c: wb.calibration.calibrate(c, "dynamic", None), r"NoneType, not a calibration"),
+        (lambda c: wb.calibration.calibrate(None, "dynamic", _planar_log()),
+         r"the model is NoneType, not a Chain"),
+        (lambda c: wb.calibration.calibrate(c, "dynamic", _planar_log(), validation=0.2),
+         r"validation is float"),
+        (lambda c: wb.calibration.calibrate(c, "dynamic", _planar_log(), options={}),
+         r"options is dict, not Options"),
+        (lambda c: wb.calibration.calibrate(c, "dynamic", _planar_log(dq=None)),
+         r"the dynamic calibration needs dq in the log"),
+        (lambda c: wb.calibration.calibrate(c, "kinematic", _planar_log()),
+         r"the kinematic calibration needs position \(or markers\)"),
+        (lambda c: Options(loss="soft_l1", f_scale=float("nan")), r"f_scale nan must be"),
+        (lambda c: Options(rotation_weight="1"), r"rotation_weight '1' is not a number"),
+        (lambda c: Folds(2.5), r"folds 2\.5 is not a whole number"),
+        (lambda c: EndSplit(None), r"validation fraction None is not a number"),
+        (lambda c: wb.models.load("iiwa", locked=[1, 2]), r"locked must map joint names"),
+        (lambda c: wb.models.load("iiwa", joints="iiwa_joint_1"), r"joints must be a list"),
+        (lambda c: wb.models.load(None), r"model must be a model name or a URDF path"),
+    ],
+)  # fmt: skip
+def test_python_api_errors_are_workbench_errors(call, message):
+    """Item 20: the library's entry points name what is wrong instead of an IndexError, a
+    LinAlgError with LAPACK lines or a TypeError from deep inside."""
+    with pytest.raises(WorkbenchError, match=message):
+        call(wb.models.load("planar_2r"))
