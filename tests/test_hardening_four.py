@@ -9,11 +9,18 @@ Each test takes the issue's reproduction as its input. The items, by number, and
    for ``/dev/null``), ``test_a_results_folder_entry_that_is_a_fifo_is_kept``.
 3. ``test_payload_refuses_an_out_that_holds_its_inputs``.
 4. ``test_export_never_writes_over_the_summary_it_reads``.
+8. ``test_an_axis_too_short_to_normalise_is_refused``.
+12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
+    plausible-looking results is the export's plausibility check).
+15. ``test_complex_torques_are_refused_by_the_library``.
+20. ``test_python_api_errors_are_workbench_errors``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -25,6 +32,7 @@ from tests.test_hardening_three import chain_urdf, fails
 from workbench.calibration.log import Log
 from workbench.calibration.problem import Options
 from workbench.calibration.validation import EndSplit, Folds
+from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.io import MANIFEST_SUFFIX, atomic_write_text, results_directory
 from workbench.models import urdf_path
@@ -207,3 +215,40 @@ def test_python_api_errors_are_workbench_errors(call, message):
     LinAlgError with LAPACK lines or a TypeError from deep inside."""
     with pytest.raises(WorkbenchError, match=message):
         call(wb.models.load("planar_2r"))
+
+
+@pytest.fixture
+def iiwa_results(tmp_path) -> Path:
+    """A calibration results folder of the iiwa with drive friction on every joint, joint 6's
+    damping 50 times the others'."""
+    folder = tmp_path / "res"
+    folder.mkdir()
+    shutil.copy(urdf_path("iiwa"), folder / "calibrated.urdf")
+    names = list(wb.models.load("iiwa").joint_names)
+    (folder / "summary.json").write_text(json.dumps({"joint_names": names}))
+    fv = {f"fv{j}": 50.0 if j == 6 else 1.0 for j in range(1, 8)}
+    values = "\n".join(f"{k} = {v}" for k, v in fv.items())
+    (folder / "calibrated.drives.toml").write_text(f'terms = ["friction"]\n[values]\n{values}\n')
+    return folder
+
+
+@pytest.mark.parametrize("tamper", ["reversed joint_names", "fv1 = 1e300"])
+def test_tampered_results_are_not_exported(capsys, iiwa_results, tamper):
+    """Item 12: a reversed ``joint_names`` in summary.json moved joint 6's damping onto joint 2
+    and ``fv1 = 1e300`` became an MJCF damping of 1e300, both with exit 0."""
+    mjcf = iiwa_results.parent / "robot.xml"
+    assert main(["export", str(iiwa_results), "--mjcf", str(mjcf)]) == 0  # untampered: exported
+    capsys.readouterr()
+    mjcf.unlink()
+    if tamper.startswith("reversed"):
+        summary = iiwa_results / "summary.json"
+        names = json.loads(summary.read_text())["joint_names"]
+        summary.write_text(json.dumps({"joint_names": names[::-1]}))
+        expected = r"summary\.json: joint_names .* are not in the model's joint order"
+    else:
+        drives = iiwa_results / "calibrated.drives.toml"
+        drives.write_text(drives.read_text().replace("fv1 = 1.0", "fv1 = 1e300"))
+        expected = r"calibrated\.drives\.toml: \[values\] fv1 = 1e\+300"
+    line = fails(capsys, ["export", str(iiwa_results), "--mjcf", str(mjcf)])
+    assert re.search(expected, line), line
+    assert not mjcf.exists()

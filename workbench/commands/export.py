@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     from workbench import closed_chains, models
     from workbench.calibration.drives import (
+        check_model_order,
         numbered_joints,
         read_drive_file,
         sidecar_path,
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         driven = closed.active if closed is not None else np.arange(chain.n)
         if closed is None and calibrated is not None:  # a whole robot: the calibrated joints
             driven = np.array([_joint_index(chain, name, drive_file) for name in calibrated])
+            check_model_order(calibrated, chain.joint_names, str(source / "summary.json"))
         drives, values = read_drive_file(drive_file, len(driven))
         own = simulator_terms(drives, values)
         unwritten = [t for t in drives.terms if t in FURTHER_TERMS]
