@@ -9,6 +9,7 @@ Each test takes the issue's reproduction as its input. The items, by number, and
    for ``/dev/null``), ``test_a_results_folder_entry_that_is_a_fifo_is_kept``.
 3. ``test_payload_refuses_an_out_that_holds_its_inputs``.
 4. ``test_export_never_writes_over_the_summary_it_reads``.
+7. ``test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out``.
 8. ``test_an_axis_too_short_to_normalise_is_refused``.
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
     plausible-looking results is the export's plausibility check).
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -252,3 +254,54 @@ def test_tampered_results_are_not_exported(capsys, iiwa_results, tamper):
     line = fails(capsys, ["export", str(iiwa_results), "--mjcf", str(mjcf)])
     assert re.search(expected, line), line
     assert not mjcf.exists()
+
+
+def _mocap_log(tmp_path: Path, quaternion_edit) -> tuple[Log, list]:
+    """The tiago_pro arm's held postures from a bag of joint states and /tf mocap poses
+    (tests/test_whole_robot.py's recording), after ``quaternion_edit`` changed the poses'
+    quaternions; the log and the warnings reading it gave."""
+    from tests.test_whole_robot import TIAGO_ARM, _posture_recording
+    from workbench.calibration.log_files import read_log
+    from workbench.testing.bag_writer import JointStateStream, PoseStream, write_bag
+
+    chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM))
+    t, q, pose_t, position, quaternion, _ = _posture_recording(chain, chain, 6)
+    bag = tmp_path / "run.mcap"
+    write_bag(bag, "mcap", [
+        JointStateStream(t, list(TIAGO_ARM), position=q),
+        PoseStream("/tf", pose_t, position, quaternion_edit(quaternion.copy()),
+                   msgtype="TFMessage", child_frame="gripper_marker", frame_id="base_footprint"),
+    ])  # fmt: skip
+    description = tmp_path / "mocap.toml"
+    description.write_text(
+        f"[model]\njoints = {list(TIAGO_ARM)!r}\n".replace("'", '"')
+        + f'[positions]\nfile = "{bag.name}"\n'
+        f'[[markers]]\nname = "gripper"\nfile = "{bag.name}"\ntopic = "/tf"\n'
+        f'child_frame = "gripper_marker"\nframe = "{chain.tool_name}"\n'
+        "[postures]\nspeed = 0.01\nmin_duration = 0.8\n"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log = read_log(description, chain, require=("position",))
+    return log, [str(w.message) for w in caught]
+
+
+def test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out(tmp_path):
+    """Item 7: a lost marker publishing (0, 0, 0, 0), and quaternions scaled by 3, were used as
+    they were; slightly scaled ones (a float32 publisher) are normalised. The held postures'
+    orientations equal those read from the untouched bag."""
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "lost").mkdir()
+    clean, _ = _mocap_log(tmp_path / "clean", lambda x: x)
+
+    def lose(x):
+        x[40:70] = 0.0  # the marker lost during the first hold
+        x[300:310] *= 3.0
+        x[::3] *= 1.0 + 1e-4
+        return x
+
+    log, messages = _mocap_log(tmp_path / "lost", lose)
+    assert any("40 of" in m and "far from unit norm" in m for m in messages), messages
+    assert len(log) == len(clean)
+    rotations = log.measured_markers()[0].rotation
+    np.testing.assert_allclose(rotations, clean.measured_markers()[0].rotation, atol=1e-6)
