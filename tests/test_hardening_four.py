@@ -9,6 +9,8 @@ Each test takes the issue's reproduction as its input. The items, by number, and
    for ``/dev/null``), ``test_a_results_folder_entry_that_is_a_fifo_is_kept``.
 3. ``test_payload_refuses_an_out_that_holds_its_inputs``.
 4. ``test_export_never_writes_over_the_summary_it_reads``.
+5. ``test_a_mimic_joint_of_a_calibrated_joint_is_refused_naming_it`` (refused: honouring
+   the relation in the calibrated chain is a larger change).
 7. ``test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out``.
 8. ``test_an_axis_too_short_to_normalise_is_refused``.
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
@@ -305,3 +307,24 @@ def test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out(tmp_p
     assert len(log) == len(clean)
     rotations = log.measured_markers()[0].rotation
     np.testing.assert_allclose(rotations, clean.measured_markers()[0].rotation, atol=1e-6)
+
+
+def test_a_mimic_joint_of_a_calibrated_joint_is_refused_naming_it(tmp_path):
+    """Item 5: a parallelogram whose j3 mimics j2 was calibrated with j3 locked at 0 (held-out
+    23 mm against 0.1 mm of noise) and its calibrated.urdf kept the <mimic>; the same for a
+    gripper's finger followers when the gripper joint is calibrated. Locked, the follower
+    takes the relation's value (tests/test_whole_robot.py)."""
+    from tests.test_whole_robot import TIAGO_ARM
+
+    urdf = tmp_path / "parallelogram.urdf"
+    mimic = '<mimic joint="j2" multiplier="-1" offset="0"/>'
+    text = chain_urdf(3)
+    at = text.index("</joint>", text.index('name="j3"'))
+    urdf.write_text(text[:at] + mimic + text[at:])
+    with pytest.raises(WorkbenchError, match=r"joint 'j3' mimics the calibrated joint 'j2'"):
+        wb.models.load(str(urdf), joints=["j1", "j2"])
+    assert wb.models.load(str(urdf), joints=["j1", "j2"], locked={"j3": 0.0}).n == 2
+    assert wb.models.load(str(urdf), joints=["j1"]).reduction.locked == (("j2", 0.0), ("j3", 0.0))
+    gripper = [*TIAGO_ARM, "gripper_left_finger_joint"]
+    with pytest.raises(WorkbenchError, match=r"mimics the calibrated joint 'gripper_left_finger"):
+        wb.models.load("tiago_pro", joints=gripper)
