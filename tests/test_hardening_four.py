@@ -16,6 +16,8 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
     plausible-looking results is the export's plausibility check).
 15. ``test_complex_torques_are_refused_by_the_library``.
+16. ``test_a_billion_design_starts_are_refused``.
+18. ``test_sizes_beyond_memory_are_refused_before_allocation``.
 20. ``test_python_api_errors_are_workbench_errors``.
 """
 
@@ -32,12 +34,14 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from tests.conftest import problem_copy
 from tests.test_hardening_three import chain_urdf, fails
 from workbench.calibration.log import Log
 from workbench.calibration.problem import Options
 from workbench.calibration.validation import EndSplit, Folds
 from workbench.cli import main
 from workbench.errors import WorkbenchError
+from workbench.excitation.design import DesignOptions
 from workbench.io import MANIFEST_SUFFIX, atomic_write_text, results_directory
 from workbench.models import urdf_path
 
@@ -328,3 +332,34 @@ def test_a_mimic_joint_of_a_calibrated_joint_is_refused_naming_it(tmp_path):
     gripper = [*TIAGO_ARM, "gripper_left_finger_joint"]
     with pytest.raises(WorkbenchError, match=r"mimics the calibrated joint 'gripper_left_finger"):
         wb.models.load("tiago_pro", joints=gripper)
+
+
+# ------------------------------------------------------------- hangs and memory (16-18)
+def test_a_billion_design_starts_are_refused(capsys, tmp_path):
+    """Item 16: ``[design] starts = 1e9`` ran forever (each start is one IPOPT solve)."""
+    problem = problem_copy(tmp_path, "excite_dynamic.toml", starts="1e9")
+    argv = ["excite", "--model", "planar_2r", "--kind", "dynamic", "--out", str(tmp_path / "o")]
+    line = fails(capsys, [*argv, str(problem)])
+    assert "[design] starts = 1000000000 must be at most 1000" in line, line
+    with pytest.raises(WorkbenchError, match=r"starts = 0: from 1 to 1000"):
+        DesignOptions(starts=0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["simulate-log", "iiwa", "--samples", "100000000", "--out", "{t}/log.csv"],
+         "samples = 100000000 needs about"),
+        (["payload", "excite", "--model", "iiwa", "--joints", "5,6,7", "--duration", "1e5",
+          "--out", "{t}/o", "--quiet"], "duration * sample_rate = 100000 s * 100 Hz needs about"),
+        (["view", "{t}/traj.npz", "--html", "{t}/v.html"], "an animation of 700000 samples needs"),
+    ],
+)  # fmt: skip
+def test_sizes_beyond_memory_are_refused_before_allocation(capsys, tmp_path, argv, message):
+    """Item 18: simulate-log --samples 1e8 and payload excite --duration 1e5 allocated until
+    killed; view of 2,000,000 frames took 7.5 GB. Each is refused before it allocates."""
+    samples = 700_000  # beyond the memory budget for the five-bar's 7 meshes
+    np.savez(tmp_path / "traj.npz", t=np.arange(samples) / 100.0, q=np.zeros((samples, 5)))
+    line = fails(capsys, [a.format(t=tmp_path) for a in argv])
+    assert message in line and "GiB of memory" in line, line
+    assert not {p.name for p in tmp_path.iterdir()} - {"traj.npz"}

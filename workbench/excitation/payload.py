@@ -54,6 +54,7 @@ from workbench.calibration.payload import (
 )
 from workbench.calibration.torque_model import _FROM_STANDARD, TorqueModel
 from workbench.chain import Chain
+from workbench.config import check_memory
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.kinematics import forward_kinematics, link_motion
 from workbench.errors import WorkbenchError
@@ -66,6 +67,7 @@ from workbench.excitation.design import (
     random_parameters,
 )
 from workbench.excitation.information import Information, TorqueColumns, log_det, random_states
+from workbench.excitation.problem import SAMPLE_BYTES
 from workbench.excitation.trajectory import FourierSpace
 from workbench.lie import Array
 from workbench.pinocchio_conversion import from_pinocchio, reduced_model, to_pinocchio
@@ -209,6 +211,12 @@ def design_payload_excitation(
     period of ``duration`` s is sampled at ``sample_rate`` Hz.
     """
     options = options or DesignOptions()
+    samples = duration * sample_rate
+    check_memory(
+        f"duration * sample_rate = {duration:g} s * {sample_rate:g} Hz",
+        samples * SAMPLE_BYTES * robot.n,
+        f"{samples:.3g} written samples, {SAMPLE_BYTES * robot.n / 2**10:.0f} KiB each",
+    )
     k = frame_on_link(robot, link)[0]
     moving_index = joint_indices(robot, moving)
     posture = np.asarray(posture, dtype=float)
