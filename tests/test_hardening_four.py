@@ -17,7 +17,10 @@ Each test takes the issue's reproduction as its input. The items, by number, and
     plausible-looking results is the export's plausibility check).
 15. ``test_complex_torques_are_refused_by_the_library``.
 16. ``test_a_billion_design_starts_are_refused``.
+17. ``test_a_bag_path_that_is_no_regular_file_is_refused``,
+    ``test_a_bag_beyond_memory_is_refused_before_it_is_read``.
 18. ``test_sizes_beyond_memory_are_refused_before_allocation``.
+19. ``test_a_csv_cell_beyond_the_field_limit_is_one_line``.
 20. ``test_python_api_errors_are_workbench_errors``.
 """
 
@@ -182,7 +185,6 @@ def test_complex_torques_are_refused_by_the_library():
         wb.calibration.calibrate(chain, "dynamic", Log(t=t, q=q, tau=q + 1e-3j))
 
 
-# ------------------------------------------------------------------ tracebacks (19-22)
 def _planar_log(**changes) -> Log:
     t = np.linspace(0.0, 2.0, 200)
     q = np.column_stack([np.sin(3 * t), np.cos(2 * t)])
@@ -363,3 +365,52 @@ def test_sizes_beyond_memory_are_refused_before_allocation(capsys, tmp_path, arg
     line = fails(capsys, [a.format(t=tmp_path) for a in argv])
     assert message in line and "GiB of memory" in line, line
     assert not {p.name for p in tmp_path.iterdir()} - {"traj.npz"}
+
+
+BAG_INFO = ["info", "{log}"]
+BAG_CALIBRATE = ["calibrate", "--model", "planar_2r", "--log", "{log}", "--kind", "dynamic",
+                 "--out", "{tmp}/o", "--quiet"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["run.mcap", "run.db3", "run.bag"])
+@pytest.mark.parametrize("argv", [BAG_INFO, BAG_CALIBRATE])
+def test_a_bag_path_that_is_no_regular_file_is_refused(capsys, tmp_path, name, argv):
+    """Item 17: a FIFO named like a bag blocked ``info`` and ``calibrate`` (the .db3 one ignored
+    SIGTERM) and a .bag link to /dev/zero grew to 6 GB: here a link to a FIFO stands for the
+    device (on a regression it blocks rather than fills the memory of a shared machine)."""
+    fifo = tmp_path / ("fifo" if name == "run.bag" else name)
+    os.mkfifo(fifo)
+    log = tmp_path / name
+    if name == "run.bag":
+        log.symlink_to(fifo)
+    line = fails(capsys, [a.format(log=log, tmp=tmp_path) for a in argv])
+    assert f"ROS bag file {log} is a FIFO, not a regular file" in line, line
+
+
+def test_a_bag_beyond_memory_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from workbench import config
+    from workbench.calibration import bags
+    from workbench.testing.bag_writer import write_joint_states
+
+    bag = write_joint_states(tmp_path / "run.mcap", "mcap", np.arange(50) * 0.01, ["a"],
+                             position=np.zeros((50, 1)))  # fmt: skip
+    assert [topic.name for topic in bags.topics(bag)] == ["/joint_states"]
+    monkeypatch.setattr(config, "MEMORY_BUDGET", 8 * bag.stat().st_size - 1)
+    with pytest.raises(WorkbenchError, match=r"run\.mcap .* needs about .* GiB of memory"):
+        bags.topics(bag)
+
+
+# -------------------------------------------------------------------- tracebacks (19-22)
+@pytest.mark.parametrize("where", ["header", "quoted cell"])
+def test_a_csv_cell_beyond_the_field_limit_is_one_line(capsys, tmp_path, where):
+    """Item 19: a CSV cell over 131,072 characters gave ``_csv.Error: field larger than field
+    limit`` with a traceback."""
+    rows = ["t,q_joint_1,q_joint_2,tau_joint_1,tau_joint_2"]
+    rows += [f"{k / 100},{np.sin(k / 100)},{np.cos(k / 100)},{k % 7},{k % 5}" for k in range(100)]
+    line = 1 if where == "header" else 51
+    rows[line - 1] = rows[line - 1].replace(",", ',"' + "x" * 200_000 + '",', 1)
+    log = tmp_path / "log.csv"
+    log.write_text("\n".join(rows) + "\n")
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(log), "--kind", "dynamic"]
+    message = fails(capsys, [*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    assert f"log.csv: line {line}: not a CSV row" in message and "field limit" in message
