@@ -15,6 +15,7 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 8. ``test_an_axis_too_short_to_normalise_is_refused``.
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
     plausible-looking results is the export's plausibility check).
+13. ``test_a_diverging_open_loop_simulation_is_a_warning``.
 15. ``test_complex_torques_are_refused_by_the_library``.
 16. ``test_a_billion_design_starts_are_refused``.
 17. ``test_a_bag_path_that_is_no_regular_file_is_refused``,
@@ -414,3 +415,35 @@ def test_a_csv_cell_beyond_the_field_limit_is_one_line(capsys, tmp_path, where):
     argv = ["calibrate", "--model", "planar_2r", "--log", str(log), "--kind", "dynamic"]
     message = fails(capsys, [*argv, "--out", str(tmp_path / "o"), "--quiet"])
     assert f"log.csv: line {line}: not a CSV row" in message and "field limit" in message
+
+
+def test_a_diverging_open_loop_simulation_is_a_warning(monkeypatch):
+    """Item 13: "solved" with a 3.1 rad simulated pointing error and no warning. The
+    divergence is made by a drift added to the simulated motion (the plan and the knots'
+    error are untouched): the warning says how far the simulation ends from the goal and the
+    one-line summary counts it."""
+    from dataclasses import replace
+
+    from workbench.ocp import reach
+    from workbench.ocp.problem import ReachProblem
+    from workbench.resources import shipped
+
+    true_simulate = reach.simulate
+
+    def drifting(*args, **kwargs):
+        q, dq = true_simulate(*args, **kwargs)
+        return q + np.linspace(0.0, 1.5, len(q))[:, None], dq
+
+    problem = replace(ReachProblem.from_toml(shipped("problems") / "fivebar_reach.toml"), knots=20)
+    steady = reach.solve(problem, progress=False)
+    assert steady.status == "solved" and not steady.warnings
+    monkeypatch.setattr(reach, "simulate", drifting)
+    result = reach.solve(problem, progress=False)
+    assert result.status == "solved" and result.task_error > 0.5
+    assert result.transcription_error == pytest.approx(steady.transcription_error, rel=1e-9)
+    assert len(result.warnings) == 1, result.warnings
+    assert (
+        f"simulation of the planned torques ends {result.task_error:.3g} rad"
+        in (result.warnings[0])
+    )
+    assert result.describe().endswith("(simulated), 1 warning(s) (above)")
