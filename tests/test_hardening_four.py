@@ -13,6 +13,7 @@ Each test takes the issue's reproduction as its input. The items, by number, and
    the relation in the calibrated chain is a larger change).
 7. ``test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out``.
 8. ``test_an_axis_too_short_to_normalise_is_refused``.
+11. ``test_payload_excite_on_a_humanoid_holds_the_joints_off_the_path_at_neutral``.
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
     plausible-looking results is the export's plausibility check).
 13. ``test_a_diverging_open_loop_simulation_is_a_warning``.
@@ -447,3 +448,24 @@ def test_a_diverging_open_loop_simulation_is_a_warning(monkeypatch):
         in (result.warnings[0])
     )
     assert result.describe().endswith("(simulated), 1 warning(s) (above)")
+
+
+def test_payload_excite_on_a_humanoid_holds_the_joints_off_the_path_at_neutral():
+    """Item 11: ``payload excite`` on a humanoid held the other arm, the head and the grippers
+    at a random posture; only the held joints between the base and the link are chosen."""
+    from workbench.excitation.payload import frame_on_link, hold_posture
+    from workbench.excitation.problem import read_problem
+
+    chain = wb.models.load("talos_upper_body", moving=True)
+    problem = read_problem(None, chain)
+    limits = problem.limits.limits(chain, "limits")
+    link, moving = "arm_left_7_link", ["arm_left_5_joint", "arm_left_6_joint", "arm_left_7_joint"]
+    posture = hold_posture(chain, link, moving, limits, problem.noise(chain))
+    on_path = chain.ancestors[:, frame_on_link(chain, link)[0]]
+    zero_inside = (limits.lower <= 0.0) & (limits.upper >= 0.0)
+    neutral = np.where(zero_inside, 0.0, (limits.lower + limits.upper) / 2)
+    off = ~on_path
+    assert off.sum() >= 10  # the right arm, both grippers, the head
+    np.testing.assert_array_equal(posture[off], neutral[off])
+    held = on_path & ~np.isin(chain.joint_names, moving)
+    assert np.any(posture[held] != neutral[held])  # chosen among random postures

@@ -333,8 +333,9 @@ def hold_posture(
     """A hold posture (n,) for the payload's experiment, D-optimal among candidates.
 
     Candidates: zero (or the middle of a range without zero) and ``candidates``
-    random postures of the held joints uniform within ``limits``; the moving
-    joints start at zero (or the middle). Kept: the candidate whose random
+    random postures of the held joints on the path from the base to the link
+    uniform within ``limits``; the moving joints and the joints off that path
+    (a humanoid's legs, head, other arm) stay at zero (or the middle). Kept: the candidate whose random
     motions of the moving joints give the largest log det of the payload's
     information (noise ``sigma``), among those the robot holds at rest within its
     torque limits and where no link frame and not the tool frame is lower (against
@@ -346,7 +347,7 @@ def hold_posture(
     middle = np.where((limits.lower <= 0.0) & (limits.upper >= 0.0), 0.0, limits.centre)
     rng = np.random.default_rng(seed)
     postures = np.tile(middle, (candidates + 1, 1))
-    still = np.setdiff1d(np.arange(robot.n), index)
+    still = np.setdiff1d(np.flatnonzero(robot.ancestors[:, k]), index)  # held, on the path
     postures[1:, still] = rng.uniform(limits.lower[still], limits.upper[still],
                                       size=(candidates, still.size))  # fmt: skip
     zero = np.zeros_like(postures)
