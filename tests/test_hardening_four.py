@@ -24,6 +24,9 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 18. ``test_sizes_beyond_memory_are_refused_before_allocation``.
 19. ``test_a_csv_cell_beyond_the_field_limit_is_one_line``.
 20. ``test_python_api_errors_are_workbench_errors``.
+21. ``test_a_table_log_of_a_robot_with_coupled_motors_calibrates`` (the coupled-motor
+    refusal; the run still ends in an implausible-fit diagnosis, exit 1, since the simulated
+    truth has none of the drive file's terms that the nominal model adds).
 """
 
 from __future__ import annotations
@@ -469,3 +472,19 @@ def test_payload_excite_on_a_humanoid_holds_the_joints_off_the_path_at_neutral()
     np.testing.assert_array_equal(posture[off], neutral[off])
     held = on_path & ~np.isin(chain.joint_names, moving)
     assert np.any(posture[held] != neutral[held])  # chosen among random postures
+
+
+def test_a_table_log_of_a_robot_with_coupled_motors_calibrates(capsys, tmp_path):
+    """Item 21 (first part): ``simulate-log staubli_tx40 --kind dynamic`` then ``calibrate`` on
+    that log exited 2 on the drive file's coupled-motor terms, which a table log (no
+    transmission) cannot use: they are left out of the nominal, with a warning naming them,
+    and the calibration runs to its results."""
+    log = tmp_path / "log.csv"
+    assert main(["simulate-log", "staubli_tx40", "--kind", "dynamic", "--samples", "600",
+                 "--out", str(log)]) == 0  # fmt: skip
+    argv = ["calibrate", "--model", "staubli_tx40", "--log", str(log), "--kind", "dynamic"]
+    code = main([*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert "are not terms of" not in err and code != 2, err
+    assert "coupled motors' nominal terms Iam6, fsm6, fvm6 are left out" in err
+    assert (tmp_path / "o" / "summary.json").is_file()

@@ -25,15 +25,16 @@ Warnings are collected, not printed: :attr:`Outcome.messages`.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workbench import closed_chains, models
-from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
+from workbench.calibration.chunked_logs import ChunkedLog, is_chunked_log, open_chunked_log
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
 from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
-from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values
+from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values, sidecar_path
 from workbench.calibration.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.kinds import KINDS, kind
 from workbench.calibration.log import Log
@@ -141,6 +142,26 @@ def check_request(request: Request) -> None:
             )
 
 
+def _coupled_motors_of_the_log(
+    nominal: dict[str, float] | None, log: Log | ChunkedLog, drive_file: Path
+) -> dict[str, float] | None:
+    """The nominal drive values without the coupled motors' terms (``Iam``, ``fvm``, ``fsm``)
+    when the log describes no transmission, which they need (a table log, as simulate-log
+    writes for a robot whose drive file couples motors), with a warning naming them."""
+    if not nominal or getattr(log, "transmission", None) is not None:
+        return nominal
+    coupled = sorted(name for name in nominal if re.fullmatch(r"(Iam|fvm|fsm)\d+", name))
+    if coupled:
+        warnings.warn(
+            f"{drive_file}: the coupled motors' nominal terms {', '.join(coupled)} are left "
+            f"out: the log {log.source} describes no transmission (a log description's "
+            "[transmission])",
+            WorkbenchWarning,
+            stacklevel=2,
+        )
+    return {name: value for name, value in nominal.items() if name not in coupled}
+
+
 def run_calibration(request: Request) -> Outcome:
     """Run ``request`` (module docstring); warnings are returned in the outcome."""
     check_request(request)
@@ -158,6 +179,7 @@ def run_calibration(request: Request) -> Outcome:
             log = open_chunked_log(request.log, log_chain)
         else:
             log = read_log(request.log, log_chain, **reading)
+        nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
         validation = _validation(request, log_chain, reading)
         gains = None
         if request.payload_log:
