@@ -27,6 +27,7 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 21. ``test_a_table_log_of_a_robot_with_coupled_motors_calibrates`` (the coupled-motor
     refusal; the run still ends in an implausible-fit diagnosis, exit 1, since the simulated
     truth has none of the drive file's terms that the nominal model adds).
+22. ``test_the_summary_lists_the_locked_joints_and_their_values`` (that part only).
 """
 
 from __future__ import annotations
@@ -488,3 +489,25 @@ def test_a_table_log_of_a_robot_with_coupled_motors_calibrates(capsys, tmp_path)
     assert "are not terms of" not in err and code != 2, err
     assert "coupled motors' nominal terms Iam6, fsm6, fvm6 are left out" in err
     assert (tmp_path / "o" / "summary.json").is_file()
+
+
+def test_the_summary_lists_the_locked_joints_and_their_values(tmp_path):
+    """Item 22 (part): calibrate's summary.json did not list the locked joints' values. A bag of
+    a whole robot whose arm moves and whose head stands at (0.1, -0.3): the summary says so."""
+    from tests.test_whole_robot import ARMS
+    from workbench.calibration.simulate import simulate_log
+    from workbench.testing.bag_writer import write_joint_states
+
+    arm = ARMS["tiago"]
+    log, _ = simulate_log(wb.models.load("tiago", joints=arm), kind="dynamic", samples=400)
+    still = ["head_1_joint", "head_2_joint"]
+    q = np.column_stack([log.q, np.tile([0.1, -0.3], (len(log), 1))])
+    effort = np.column_stack([log.tau, np.zeros((len(log), 2))])
+    bag = write_joint_states(tmp_path / "run.bag", "ros1", 100.0 + log.t, [*arm, *still],
+                             position=q, effort=effort)  # fmt: skip
+    out = tmp_path / "o"
+    main(["calibrate", "--model", "tiago", "--log", str(bag), "--kind", "dynamic", "--out",
+          str(out), "--quiet"])  # fmt: skip
+    locked = json.loads((out / "summary.json").read_text())["locked_joints"]
+    assert locked["head_1_joint"] == pytest.approx(0.1) and locked["head_2_joint"] == -0.3
+    assert not set(locked) & set(arm)

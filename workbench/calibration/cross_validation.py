@@ -214,12 +214,14 @@ def report_summary(
 
     ``convention`` says what the ``rms`` figures are (3-D distances in m, or
     efforts in each joint's unit), ``nominal_model`` what "nominal" is."""
+    reduction = getattr(chain, "reduction", None)  # a whole robot's locked joints (a Chain's)
     return {
         "kind": kind,
         "model": chain.name,
         "tool_frame": chain.tool_name,
         "log": log.source,
         "joint_names": list(chain.joint_names),
+        "locked_joints": dict(reduction.locked) if reduction is not None else {},
         "heldout_relative_rms": figures["relative_rms"],
         "heldout": {
             "scheme": scheme,

@@ -335,9 +335,9 @@ def hold_posture(
     Candidates: zero (or the middle of a range without zero) and ``candidates``
     random postures of the held joints on the path from the base to the link
     uniform within ``limits``; the moving joints and the joints off that path
-    (a humanoid's legs, head, other arm) stay at zero (or the middle). Kept: the candidate whose random
-    motions of the moving joints give the largest log det of the payload's
-    information (noise ``sigma``), among those the robot holds at rest within its
+    (a humanoid's legs, head, other arm) stay at zero (or the middle). Kept:
+    the candidate whose random motions of the moving joints give the largest log det
+    of the payload's information (noise ``sigma``), among those the robot holds at rest within its
     torque limits and where no link frame and not the tool frame is lower (against
     gravity) than the lowest link frame at q = 0: nothing hangs below the robot's
     first joint, as a table-mounted arm needs (no other collision is checked).
