@@ -140,6 +140,7 @@ JOINT_STATES = "/joint_states"  # the topic a bag's joint states are read from b
 _ANGLE = {"rad": 1.0, "deg": np.pi / 180.0}
 _LENGTH = {"m": 1.0, "mm": 1e-3}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+VELOCITY_COVERAGE = 0.99  # share of a bag's messages with velocities for them to be read
 QUATERNION_NORM_TOLERANCE = 0.01  # a bag's quaternion further from unit norm is no rotation
 _ROTATIONS = ("rotation_vector", "quaternion_xyzw", "quaternion_wxyz", "rpy")
 
@@ -166,12 +167,23 @@ def read_description(
 
 def read_bag(path: str | Path, chain: Chain, *, progress: bool = False) -> Log:
     """A ROS bag's ``/joint_states`` (positions, and velocities and efforts where logged) as a
-    :class:`Log`, as the description ``[positions] file = BAG`` with default keys reads it."""
+    :class:`Log`, as the description ``[positions] file = BAG`` with default keys reads it.
+    Velocities are read when at least :data:`VELOCITY_COVERAGE` of the messages carry all of
+    them, else differentiated from the positions (with a warning when some were logged)."""
     path = Path(path)
     states = bags.read_joint_states(path, JOINT_STATES, chain.joint_names)
     description = {"positions": {"file": str(path)}}
-    if np.isfinite(states.velocity).any():
+    logged = np.isfinite(states.velocity).all(axis=1)
+    if logged.mean() >= VELOCITY_COVERAGE:
         description["velocities"] = {"file": str(path)}
+    elif logged.any():
+        warnings.warn(
+            f"{path}: topic {JOINT_STATES}: only {int(logged.sum())} of {logged.size} messages "
+            "carry every joint's velocity; the velocities are differentiated from the "
+            "positions instead of interpolated between those messages",
+            WorkbenchWarning,
+            stacklevel=2,
+        )
     if np.isfinite(states.effort).any():
         description["torques"] = {"file": str(path)}
     return _read(Section(description, str(path)), path, path.parent, chain, False, progress)
