@@ -11,6 +11,8 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 4. ``test_export_never_writes_over_the_summary_it_reads``.
 5. ``test_a_mimic_joint_of_a_calibrated_joint_is_refused_naming_it`` (refused: honouring
    the relation in the calibrated chain is a larger change).
+6. ``test_a_quaternion_in_another_convention_is_named`` (quaternion orders; rpy in degrees
+   read as radians is not recognised: its angles are lost modulo 2 pi).
 7. ``test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out``.
 8. ``test_an_axis_too_short_to_normalise_is_refused``.
 10. ``test_a_sparse_velocity_field_of_a_bag_is_not_interpolated``.
@@ -538,3 +540,38 @@ def test_a_sparse_velocity_field_of_a_bag_is_not_interpolated(tmp_path):
     assert "only 40 of 400 messages carry every joint's velocity" in logs["sparse warnings"]
     assert logs["sparse"].differentiated and not logs["full"].differentiated
     assert "velocity" not in logs["full warnings"]
+
+
+@pytest.mark.parametrize(
+    ("columns", "cause"),
+    [
+        ("qw,qx,qy,qz", "the quaternion columns look like w, x, y, z under qx, qy, qz, qw"),
+        ("qw,qy,qz,qx", "qw and qx look swapped"),
+    ],
+)
+def test_a_quaternion_in_another_convention_is_named(capsys, tmp_path, columns, cause):
+    """Item 6: quaternion columns in w, x, y, z order under qx..qw, or qw and qx swapped,
+    calibrated silently to a tool 0.3-0.7 m and 1.3-2.2 rad from the truth: the nominal
+    model's orientations are about pi from the measured ones and the named reading brings them
+    within the nominal's error. The log as written calibrates."""
+    log = tmp_path / "log.csv"
+    assert main(["simulate-log", "iiwa", "--kind", "kinematic", "--orientation", "--samples",
+                 "300", "--noise", "1e-4", "--out", str(log)]) == 0  # fmt: skip
+    lines = log.read_text().splitlines()
+    header = lines[0].split(",")
+    source = [header.index(c) for c in columns.split(",")]
+    target = [header.index(c) for c in ("qx", "qy", "qz", "qw")]
+    rows = []
+    for line in lines[1:]:
+        cells = line.split(",")
+        moved = list(cells)
+        for to, of in zip(target, source, strict=True):
+            moved[to] = cells[of]
+        rows.append(",".join(moved))
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("\n".join([lines[0], *rows]) + "\n")
+    argv = ["calibrate", "--model", "iiwa", "--kind", "kinematic", "--quiet", "--out"]
+    assert main([*argv, str(tmp_path / "right"), "--log", str(log)]) == 0
+    capsys.readouterr()
+    line = fails(capsys, [*argv, str(tmp_path / "wrong_out"), "--log", str(wrong)])
+    assert "the orientations of marker 'tool' are" in line and line.endswith(cause), line
