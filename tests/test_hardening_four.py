@@ -20,6 +20,9 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
     plausible-looking results is the export's plausibility check).
 13. ``test_a_diverging_open_loop_simulation_is_a_warning``.
+14. ``test_a_clock_that_jumps_back_is_named`` (header stamps stepping back in recorded order;
+    a bag whose recorder's clock also stepped back is read sorted by that clock and is not
+    recognised; the out-of-order and dropped counts of bags are not changed).
 15. ``test_complex_torques_are_refused_by_the_library``.
 16. ``test_a_billion_design_starts_are_refused``.
 17. ``test_a_bag_path_that_is_no_regular_file_is_refused``,
@@ -40,6 +43,7 @@ import os
 import re
 import shutil
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -575,3 +579,33 @@ def test_a_quaternion_in_another_convention_is_named(capsys, tmp_path, columns, 
     capsys.readouterr()
     line = fails(capsys, [*argv, str(tmp_path / "wrong_out"), "--log", str(wrong)])
     assert "the orientations of marker 'tool' are" in line and line.endswith(cause), line
+
+
+def test_a_clock_that_jumps_back_is_named(capsys, tmp_path):
+    """Item 14 (the jump): a clock set back 1.5 s after sample 200 (an NTP step, a restart) was
+    sorted into interleaved samples and blamed on the torque scale or the sample period. A bag
+    whose header stamps jump back (the publisher's clock set back, the recorder's not) is
+    named; a table's t was refused as not increasing already. Samples delivered one period
+    late still pass."""
+    from workbench.calibration import bags
+    from workbench.calibration.log_files import write_log
+    from workbench.calibration.simulate import simulate_log
+    from workbench.testing.bag_writer import write_joint_states
+
+    chain = wb.models.load("planar_2r")
+    log, _ = simulate_log(chain, kind="dynamic", samples=400)
+    t = log.t.copy()
+    t[200:] -= 1.5
+    table = write_log(tmp_path / "log.csv", replace(log, t=t))
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(table), "--kind", "dynamic"]
+    line = fails(capsys, [*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    assert "line 202, column 1 ('t'): t 0.5 does not increase (previous 1.99)" in line, line
+    bag = write_joint_states(tmp_path / "run.bag", "ros1", 100.0 + t, chain.joint_names, log.q,
+                             effort=log.tau, receive_t=100.0 + log.t)  # fmt: skip
+    argv[4] = str(bag)
+    line = fails(capsys, [*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    assert "time stamps: the clock jumps back by 1.49 s after sample 199" in line, line
+    late = log.t.copy()
+    late[[100, 101]] = late[[101, 100]]  # one message a period late
+    ok = write_joint_states(tmp_path / "ok.bag", "ros1", 100.0 + late, chain.joint_names, log.q)
+    assert len(bags.read_joint_states(ok, "/joint_states").t) == 400

@@ -37,6 +37,7 @@ import numpy as np
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
+from workbench.calibration.clock import check_no_jump_back
 from workbench.calibration.tables import Table
 from workbench.config import check_memory
 from workbench.errors import WorkbenchError
@@ -182,6 +183,7 @@ def read_joint_states(
             layouts[row] = np.array([column.get(name, -1) for name in row], dtype=np.int64)
     cols = [layouts[row] for row in names]
     t = _stamp_times(np.asarray(stamps, dtype=np.int64))
+    check_no_jump_back(t, f"{where}: time stamps")
     order = np.argsort(t, kind="stable")
     arrays = {
         field: _scatter(values[field], cols, len(messages), len(selected))[order]
