@@ -44,7 +44,7 @@ from tqdm import tqdm
 from workbench.calibration.chunked_logs import ChunkedLog
 from workbench.calibration.exact_urdf import calibrated_urdf
 from workbench.calibration.kinds import kind
-from workbench.calibration.log import Log, check_log
+from workbench.calibration.log import Log, check_log_arrays
 from workbench.calibration.problem import (
     CalibrationProblem,
     Options,
@@ -107,9 +107,9 @@ def calibrate(
         )
     n = chain.n if isinstance(chain, Chain) else None  # a closed chain's log: its motors
     if not isinstance(log, ChunkedLog):
-        check_log(log, n)
+        check_log_arrays(log, n)
     if isinstance(validation, Log):
-        check_log(validation, n)
+        check_log_arrays(validation, n)
     with tqdm(
         total=2, desc=f"{kind_name} calibration: equations", unit="fit", file=sys.stderr,
         disable=not options.progress, bar_format="{desc} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]",

@@ -140,7 +140,7 @@ _SAMPLED = ("t", "q", "dq", "ddq", "tau", "position", "orientation", "temperatur
 _JOINT_SAMPLED = ("q", "dq", "ddq", "tau")  # (N, n), finite
 
 
-def check_log(log: Log, n: int | None = None) -> None:
+def check_log_arrays(log: Log, n: int | None = None) -> None:
     """Raise a WorkbenchError naming the log and the field when ``log`` is not a :class:`Log`
     whose time stamps and joint samples are real and finite, one row per time stamp and, with
     ``n``, one column per joint of the model (a log of another robot, 3 torque columns for 7
