@@ -33,7 +33,8 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 21. ``test_a_table_log_of_a_robot_with_coupled_motors_calibrates`` (the coupled-motor
     refusal; the run still ends in an implausible-fit diagnosis, exit 1, since the simulated
     truth has none of the drive file's terms that the nominal model adds).
-22. ``test_the_summary_lists_the_locked_joints_and_their_values`` (that part only).
+22. ``test_the_summary_lists_the_locked_joints_and_their_values``,
+    ``test_a_duplicated_csv_column_is_named_in_the_log`` (those parts only).
 """
 
 from __future__ import annotations
@@ -609,3 +610,17 @@ def test_a_clock_that_jumps_back_is_named(capsys, tmp_path):
     late[[100, 101]] = late[[101, 100]]  # one message a period late
     ok = write_joint_states(tmp_path / "ok.bag", "ros1", 100.0 + late, chain.joint_names, log.q)
     assert len(bags.read_joint_states(ok, "/joint_states").t) == 400
+
+
+def test_a_duplicated_csv_column_is_named_in_the_log(capsys, tmp_path):
+    """Item 22 (part): a CSV whose header names q_joint_1 twice was blamed on the URDF
+    ("joints joint_1 named twice"); the log's header is named."""
+    log = tmp_path / "log.csv"
+    assert main(["simulate-log", "planar_2r", "--kind", "dynamic", "--samples", "300",
+                 "--out", str(log)]) == 0  # fmt: skip
+    text = log.read_text()
+    header, rest = text.split("\n", 1)
+    log.write_text(header.replace("q_joint_2", "q_joint_1") + "\n" + rest)
+    argv = ["calibrate", "--model", "planar_2r", "--log", str(log), "--kind", "dynamic"]
+    line = fails(capsys, [*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    assert f"{log}: line 1, column 3 ('q_joint_1'): duplicate column" in line, line

@@ -122,7 +122,9 @@ def read_header(path: str | os.PathLike) -> list[str]:
         return _read_npz(path)[0]
     for line, text in _text_lines(path):
         if text.strip():
-            return [c.strip() for c in _cells(path, line, text)]
+            header = [c.strip() for c in _cells(path, line, text)]
+            _check_header(path, header)
+            return header
     raise WorkbenchError(f"{path}: empty file (expected a header row)")
 
 
