@@ -53,14 +53,14 @@ import pytest
 import workbench as wb
 from tests.conftest import problem_copy
 from tests.test_hardening_three import chain_urdf, fails
-from workbench.calibration.log import Log
-from workbench.calibration.problem import Options
-from workbench.calibration.validation import EndSplit, Folds
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.validation import EndSplit, Folds
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.excitation.design import DesignOptions
 from workbench.io import MANIFEST_SUFFIX, atomic_write_text, results_directory
 from workbench.models import urdf_path
+from workbench.recordings.log import Log
 
 
 # ------------------------------------------------------------------ losses (items 1-4)
@@ -283,7 +283,7 @@ def _mocap_log(tmp_path: Path, quaternion_edit) -> tuple[Log, list]:
     (tests/test_whole_robot.py's recording), after ``quaternion_edit`` changed the poses'
     quaternions; the log and the warnings reading it gave."""
     from tests.test_whole_robot import TIAGO_ARM, _posture_recording
-    from workbench.calibration.log_files import read_log
+    from workbench.recordings.log_files import read_log
     from workbench.testing.bag_writer import JointStateStream, PoseStream, write_bag
 
     chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM))
@@ -403,7 +403,7 @@ def test_a_bag_path_that_is_no_regular_file_is_refused(capsys, tmp_path, name, a
 
 def test_a_bag_beyond_memory_is_refused_before_it_is_read(tmp_path, monkeypatch):
     from workbench import config
-    from workbench.calibration import bags
+    from workbench.recordings import bags
     from workbench.testing.bag_writer import write_joint_states
 
     bag = write_joint_states(tmp_path / "run.mcap", "mcap", np.arange(50) * 0.01, ["a"],
@@ -503,7 +503,7 @@ def test_the_summary_lists_the_locked_joints_and_their_values(tmp_path):
     """Item 22 (part): calibrate's summary.json did not list the locked joints' values. A bag of
     a whole robot whose arm moves and whose head stands at (0.1, -0.3): the summary says so."""
     from tests.test_whole_robot import ARMS
-    from workbench.calibration.simulate import simulate_log
+    from workbench.calibration.simulation.simulate import simulate_log
     from workbench.testing.bag_writer import write_joint_states
 
     arm = ARMS["tiago"]
@@ -526,8 +526,8 @@ def test_a_sparse_velocity_field_of_a_bag_is_not_interpolated(tmp_path):
     preferred to differentiating the positions (held-out 0.0161 against 0.0047); they are
     differentiated, with a warning that says how many messages carried them. A bag with
     every velocity keeps them."""
-    from workbench.calibration.log_files import read_log
-    from workbench.calibration.simulate import simulate_log
+    from workbench.calibration.simulation.simulate import simulate_log
+    from workbench.recordings.log_files import read_log
     from workbench.testing.bag_writer import write_joint_states
 
     chain = wb.models.load("planar_2r")
@@ -588,9 +588,9 @@ def test_a_clock_that_jumps_back_is_named(capsys, tmp_path):
     whose header stamps jump back (the publisher's clock set back, the recorder's not) is
     named; a table's t was refused as not increasing already. Samples delivered one period
     late still pass."""
-    from workbench.calibration import bags
-    from workbench.calibration.log_files import write_log
-    from workbench.calibration.simulate import simulate_log
+    from workbench.calibration.simulation.simulate import simulate_log
+    from workbench.recordings import bags
+    from workbench.recordings.log_files import write_log
     from workbench.testing.bag_writer import write_joint_states
 
     chain = wb.models.load("planar_2r")
