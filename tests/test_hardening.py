@@ -287,7 +287,8 @@ def test_results_folder_is_replaced_whole_and_user_files_stay(tmp_path):
         (stage / "trajectory.csv").write_text("3")
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "trajectory.csv"]
     assert (out / "notes.txt").read_text() == "the user's"
-    assert (tmp_path / f".results{MANIFEST_SUFFIX}").read_text() == "trajectory.csv\n"
+    listed = (tmp_path / f".results{MANIFEST_SUFFIX}").read_text().splitlines()
+    assert listed[0].startswith("# workbench results list ") and listed[1:] == ["trajectory.csv"]
     assert not list(tmp_path.glob(NO_STAGING))
 
 

@@ -138,7 +138,14 @@ class Section:
         self._check_range(key, value, minimum, maximum, positive)
         return value
 
-    def integer(self, key: str, default: Any = _MISSING, *, minimum: int | None = None) -> int:
+    def integer(
+        self,
+        key: str,
+        default: Any = _MISSING,
+        *,
+        minimum: int | None = None,
+        maximum: int | None = None,
+    ) -> int:
         """An integer (``3.0`` is accepted, ``100.7`` and booleans are not)."""
         if self._absent(key, default):
             return default
@@ -148,7 +155,7 @@ class Section:
         if isinstance(value, float) and not value.is_integer():
             raise WorkbenchError(f"{self.where(key)} = {value!r} must be an integer")
         value = int(value)
-        self._check_range(key, value, minimum, None, False)
+        self._check_range(key, value, minimum, maximum, False)
         return value
 
     def boolean(self, key: str, default: Any = _MISSING) -> bool:

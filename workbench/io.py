@@ -19,6 +19,7 @@ raises it again as the signal it was.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -36,12 +37,16 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
 
     The rename is atomic on POSIX file systems, so readers see either the old
     file or the complete new one. On any exception the temporary file is removed.
+    An existing ``path`` that is not a regular file (a FIFO, a device such as
+    ``/dev/null``, a socket, or a symbolic link to one) is refused, never replaced
+    (:func:`check_replaceable`).
     """
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise WorkbenchError(f"cannot create output directory {path.parent}: {exc}") from exc
+    check_replaceable(path)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
@@ -85,7 +90,30 @@ def check_output_file(path: str | os.PathLike, option: str = "--out") -> Path:
     path = Path(path)
     if path.is_dir() or text.endswith(("/", os.sep)):
         raise WorkbenchError(f"{option} {text} is a directory; give a file name")
+    check_replaceable(path, option)
     _check_writable_parent(path.parent, option, shown=path)
+    return path
+
+
+def check_replaceable(path: str | os.PathLike, option: str = "output") -> Path:
+    """``path`` when nothing is there or it is a regular file (or a link to one): the files an
+    output may replace. A FIFO, a device (``/dev/null``), a socket or a link to one is refused:
+    renaming a new file over it would replace the special file itself (as root, the machine's
+    ``/dev/null``), and writing into it is no result."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return path  # nothing there, or a dangling link (the rename replaces the link)
+    except OSError as exc:
+        raise WorkbenchError(f"{option} {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise WorkbenchError(f"{option} {path} is a directory; give a file name")
+    if not stat.S_ISREG(mode):
+        raise WorkbenchError(
+            f"{option} {path} is {_special_kind(mode)}, not a regular file; outputs only "
+            "replace regular files"
+        )
     return path
 
 
@@ -265,31 +293,65 @@ def _manifest(out: Path) -> Path:
 
 
 def _files(directory: Path) -> set[str]:
-    """Paths of the files under ``directory``, relative to it."""
-    return {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()}
+    """Paths of the entries under ``directory`` that are not folders (files, links, FIFOs...),
+    relative to it."""
+    return {
+        str(p.relative_to(directory))
+        for p in directory.rglob("*")
+        if p.is_symlink() or not p.is_dir()
+    }
+
+
+def _signature(out: Path, names: list[str]) -> str:
+    """The first line of ``out``'s list of files: a digest of the folder's resolved path and
+    the names, so that a list this module did not write for this folder (written by hand,
+    copied from another folder, edited) is not trusted."""
+    digest = hashlib.sha256("\n".join([str(out.resolve()), *names]).encode("utf-8"))
+    return f"# workbench results list {digest.hexdigest()}"
+
+
+def _manifest_text(out: Path, names: set[str]) -> str:
+    ordered = sorted(names)
+    return "".join(f"{line}\n" for line in [_signature(out, ordered), *ordered])
 
 
 def _previous_files(out: Path) -> set[str]:
-    """The files the last run listed for ``out`` (none without a readable list)."""
+    """The files the last run listed for ``out``: none without a readable list that this module
+    wrote for this folder, and only names of files inside it (not absolute, no ``..``, no
+    symbolic link leading out of the folder)."""
     try:
-        text = _manifest(out).read_text(encoding="utf-8")
+        lines = _manifest(out).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return set()
-    return {line for line in text.splitlines() if line and ".." not in Path(line).parts}
+    if not lines or lines[0] != _signature(out, lines[1:]):
+        return set()
+    return {name for name in lines[1:] if _inside(out, name)}
+
+
+def _inside(out: Path, name: str) -> bool:
+    """Whether ``out/name`` is a relative name that stays in ``out`` once links are resolved."""
+    relative = Path(name)
+    if not name or relative.is_absolute() or ".." in relative.parts:
+        return False
+    return (out / relative).resolve().is_relative_to(out.resolve())
 
 
 def _publish(stage: Path, out: Path) -> None:
     """Move the staged results into ``out`` (see :func:`results_directory`)."""
     previous = _previous_files(out)
     written = _files(stage)
-    atomic_write_text(_manifest(out), "".join(f"{name}\n" for name in sorted(written)))
+    for name in written:  # before anything changes: a FIFO or device there stays
+        check_replaceable(out / name, "results folder entry")
+    atomic_write_text(_manifest(out), _manifest_text(out, written))
     if not out.exists() or (
         not out.is_symlink() and _files(out) <= previous and not _holds_cwd(out)
     ):
         _swap(stage, out)
         return
     for name in sorted(previous - written):
-        (out / name).unlink(missing_ok=True)
+        old = out / name
+        if old.is_symlink() or not old.is_dir():  # a folder there now is not the list's file
+            old.unlink(missing_ok=True)
     for name in sorted(written):
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -199,6 +200,12 @@ def load(
     if not isinstance(name, str | os.PathLike):
         raise WorkbenchError(f"model must be a model name or a URDF path; got {name!r:.60}")
     name = os.fspath(name)
+    _check_joint_values(locked, "locked")
+    _check_joint_values(held, "held")
+    if joints is not None and (
+        isinstance(joints, str) or not all(isinstance(j, str) for j in joints)
+    ):
+        raise WorkbenchError(f"joints must be a list of joint names; got {joints!r:.60}")
     tool_frame = tool_frame or _tool(name)
     whole = joints is not None or bool(locked)
     chain = None
@@ -214,6 +221,20 @@ def load(
             "(its URDF joints are all fixed)"
         )
     return chain
+
+
+def _check_joint_values(values: object, what: str) -> None:
+    """``values`` None or a mapping of joint names to real numbers, else an error naming it."""
+    if values is None:
+        return
+    if not isinstance(values, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, numbers.Real) and not isinstance(v, bool)
+        for k, v in values.items()
+    ):
+        raise WorkbenchError(
+            f"{what} must map joint names to positions (e.g. {{'joint_1': 0.0}}); "
+            f"got {values!r:.60}"
+        )
 
 
 def _tool(name: str) -> str | None:

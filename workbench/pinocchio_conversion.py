@@ -317,6 +317,21 @@ def reduced_model(
             f"its movable joints are {', '.join(movable)}"
         )
     kept = set(joints)
+    followers = [
+        name
+        for name in movable
+        if name in mimic and mimic[name][0] in kept and name not in kept | set(locked) | set(held)
+    ]
+    if followers:
+        name = followers[0]
+        other, multiplier, offset = mimic[name]
+        raise WorkbenchError(
+            f"{source}: joint '{name}' mimics the calibrated joint '{other}' (multiplier "
+            f"{multiplier:g}, offset {offset:g}); the calibrated chain cannot hold that relation "
+            f"and would lock '{name}' at 0: calibrate without '{other}', lock '{name}' "
+            f"([model.locked]) or calibrate both from their logged positions"
+            + (f" (also: {', '.join(followers[1:])})" if len(followers) > 1 else "")
+        )
     values = {}
     for name in movable:
         if name in kept:

@@ -14,7 +14,8 @@ naming the file, the line, the link or joint and the attribute for:
   ``dynamics`` damping/friction, ``mimic`` multiplier/offset,
   ``calibration``, ``safety_controller`` and geometry sizes, with the count
   of numbers each must hold;
-* a joint axis of zero length, a limit with lower > upper;
+* a joint axis shorter than :data:`MIN_AXIS_LENGTH` (zero, or so short that its
+  squared length underflows and the parsers normalise it to NaN), a limit with lower > upper;
 * joints that do not form one tree: a joint whose parent or child link does
   not exist, a link that is the child of two joints, a joint whose child is
   its parent or an ancestor of it, or more than one root link;
@@ -63,6 +64,7 @@ NUMBERS = {
     ("box", "size"): 3, ("cylinder", "radius"): 1, ("cylinder", "length"): 1,
     ("sphere", "radius"): 1, ("mesh", "scale"): 3,
 }  # fmt: skip
+MIN_AXIS_LENGTH = 1e-6  # shorter axes underflow when squared or are typing errors
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 T = TypeVar("T")
@@ -207,9 +209,15 @@ def _check_joint(path: Path, name: str, joint: _Element) -> None:
             raise WorkbenchError(f"{path}: line {joint.line}: {who} has no <{end} link=...>")
     values = _check_numbers(path, joint, who)
     axis = values.get(("axis", "xyz"))
-    if axis is not None and kind not in ("fixed", "floating") and not any(axis):
-        line = joint.find("axis").line
-        raise WorkbenchError(f"{path}: line {line}: {who}: <axis> xyz has zero length")
+    if axis is not None and kind not in ("fixed", "floating"):
+        length = math.sqrt(sum(x * x for x in axis))  # as the parsers normalise it
+        if not length >= MIN_AXIS_LENGTH:
+            line = joint.find("axis").line
+            shown = "zero length" if not any(axis) else f"length {length:.3g}"
+            raise WorkbenchError(
+                f"{path}: line {line}: {who}: <axis> xyz has {shown}, too short to be a "
+                f"direction (at least {MIN_AXIS_LENGTH:g}; give a unit vector)"
+            )
     lower, upper = values.get(("limit", "lower")), values.get(("limit", "upper"))
     if lower is not None and upper is not None and lower[0] > upper[0]:
         line = joint.find("limit").line

@@ -54,10 +54,11 @@ from workbench.calibration.selection.selection import select
 from workbench.calibration.selection.selection import table as selection_table
 from workbench.calibration.selection.validation import EndSplit, Folds, default_validation
 from workbench.chain import Chain
+from workbench.closed_chains.model import ClosedChain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 from workbench.recordings.chunked_logs import ChunkedLog
-from workbench.recordings.log import Log
+from workbench.recordings.log import Log, check_log_arrays
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,20 @@ def calibrate(
     """Calibrate ``chain`` on ``log`` (in memory, or a large log of a kind that accumulates
     one) and validate it (module docstring); ``validation`` default: the log description's
     scheme, else the last 20 % held out."""
-    options = options or Options()
+    options = Options() if options is None else options
+    if not isinstance(chain, Chain | ClosedChain):
+        raise WorkbenchError(f"calibrate: the model is {type(chain).__name__}, not a Chain")
+    if not isinstance(options, Options):
+        raise WorkbenchError(f"calibrate: options is {type(options).__name__}, not Options")
+    if not isinstance(validation, EndSplit | Folds | Log | None):
+        raise WorkbenchError(
+            f"calibrate: validation is {type(validation).__name__}, not EndSplit, Folds or a Log"
+        )
+    n = chain.n if isinstance(chain, Chain) else None  # a closed chain's log: its motors
+    if not isinstance(log, ChunkedLog):
+        check_log_arrays(log, n)
+    if isinstance(validation, Log):
+        check_log_arrays(validation, n)
     with tqdm(
         total=2, desc=f"{kind_name} calibration: equations", unit="fit", file=sys.stderr,
         disable=not options.progress, bar_format="{desc} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]",
@@ -200,12 +214,14 @@ def report_summary(
 
     ``convention`` says what the ``rms`` figures are (3-D distances in m, or
     efforts in each joint's unit), ``nominal_model`` what "nominal" is."""
+    reduction = getattr(chain, "reduction", None)  # a whole robot's locked joints (a Chain's)
     return {
         "kind": kind,
         "model": chain.name,
         "tool_frame": chain.tool_name,
         "log": log.source,
         "joint_names": list(chain.joint_names),
+        "locked_joints": dict(reduction.locked) if reduction is not None else {},
         "heldout_relative_rms": figures["relative_rms"],
         "heldout": {
             "scheme": scheme,

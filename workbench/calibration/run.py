@@ -27,6 +27,7 @@ Warnings are collected, not printed: :attr:`Outcome.messages`.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,8 +42,13 @@ from workbench.calibration.problems.problem import Options
 from workbench.calibration.reporting.joint_figures import per_joint_figures
 from workbench.calibration.selection.validation import EndSplit, Folds
 from workbench.errors import WorkbenchError, WorkbenchWarning
-from workbench.identification.drives import DEFAULT_TERMS, Drives, nominal_drive_values
-from workbench.recordings.chunked_logs import is_chunked_log, open_chunked_log
+from workbench.identification.drives import (
+    DEFAULT_TERMS,
+    Drives,
+    nominal_drive_values,
+    sidecar_path,
+)
+from workbench.recordings.chunked_logs import ChunkedLog, is_chunked_log, open_chunked_log
 from workbench.recordings.log import Log
 from workbench.recordings.log_files import logged_joints, read_log
 
@@ -159,6 +165,26 @@ def check_request(request: Request) -> None:
             )
 
 
+def _coupled_motors_of_the_log(
+    nominal: dict[str, float] | None, log: Log | ChunkedLog, drive_file: Path
+) -> dict[str, float] | None:
+    """The nominal drive values without the coupled motors' terms (``Iam``, ``fvm``, ``fsm``)
+    when the log describes no transmission, which they need (a table log, as simulate-log
+    writes for a robot whose drive file couples motors), with a warning naming them."""
+    if not nominal or getattr(log, "transmission", None) is not None:
+        return nominal
+    coupled = sorted(name for name in nominal if re.fullmatch(r"(Iam|fvm|fsm)\d+", name))
+    if coupled:
+        warnings.warn(
+            f"{drive_file}: the coupled motors' nominal terms {', '.join(coupled)} are left "
+            f"out: the log {log.source} describes no transmission (a log description's "
+            "[transmission])",
+            WorkbenchWarning,
+            stacklevel=2,
+        )
+    return {name: value for name, value in nominal.items() if name not in coupled}
+
+
 def run_calibration(request: Request) -> Outcome:
     """Run ``request`` (module docstring); warnings are returned in the outcome."""
     check_request(request)
@@ -176,6 +202,7 @@ def run_calibration(request: Request) -> Outcome:
             log = open_chunked_log(request.log, log_chain)
         else:
             log = read_log(request.log, log_chain, **reading)
+        nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
         validation = _validation(request, log_chain, reading)
         gains = None
         if request.payload_log:

@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from workbench import closed_chains, models
     from workbench.closed_chains import mjcf as closed_mjcf
     from workbench.identification.drives import (
+        check_model_order,
         numbered_joints,
         read_drive_file,
         sidecar_path,
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         calibrated = numbered_joints(drive_file)
         if (source / "calibrated.toml").is_file():
             closed = closed_chains.read(source / "calibrated.toml")
-        inputs = [urdf, drive_file, source / "calibrated.toml"]
+        inputs = [urdf, drive_file, source / "calibrated.toml", source / "summary.json"]
     elif closed_chains.is_closed_chain(args.model):
         closed = closed_chains.load(args.model)
         urdf = closed.urdf_path
@@ -122,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         driven = closed.active if closed is not None else np.arange(chain.n)
         if closed is None and calibrated is not None:  # a whole robot: the calibrated joints
             driven = np.array([_joint_index(chain, name, drive_file) for name in calibrated])
+            check_model_order(calibrated, chain.joint_names, str(source / "summary.json"))
         drives, values = read_drive_file(drive_file, len(driven))
         own = simulator_terms(drives, values)
         unwritten = [t for t in drives.terms if t in FURTHER_TERMS]

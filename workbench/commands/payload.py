@@ -108,9 +108,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.io import check_output_directory
+    from pathlib import Path
+
+    from workbench.io import check_not_input, check_output_directory
 
     check_output_directory(args.out)
+    model_file = args.model if Path(args.model).is_file() else None
+    inputs = [getattr(args, name, None) for name in ("log", "drives", "problem")]
+    check_not_input(args.out, model_file, *inputs, directory=True)
     return _identify(args) if args.action == "identify" else _excite(args)
 
 

@@ -101,6 +101,9 @@ class Limits:
                     )
 
 
+MAX_STARTS = 1000  # each start is one IPOPT solve of up to max_iterations iterations
+
+
 @dataclass(frozen=True)
 class DesignOptions:
     """Settings of :func:`design_trajectory` (defaults of the problem file)."""
@@ -114,6 +117,13 @@ class DesignOptions:
     fine: int = 20  # fine-grid points per collocation interval for the check
     refinements: int = 2
     verbose: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.starts <= MAX_STARTS:
+            raise WorkbenchError(
+                f"starts = {self.starts}: from 1 to {MAX_STARTS} random initial trajectories "
+                "(each is a whole IPOPT solve)"
+            )
 
 
 @dataclass(frozen=True, eq=False)

@@ -52,6 +52,7 @@ from workbench.calibration.fitting.payload import (
     payload_regressor,
 )
 from workbench.chain import Chain
+from workbench.config import check_memory
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.kinematics import forward_kinematics, link_motion
 from workbench.errors import WorkbenchError
@@ -64,6 +65,7 @@ from workbench.excitation.design import (
     random_parameters,
 )
 from workbench.excitation.information import Information, TorqueColumns, log_det, random_states
+from workbench.excitation.problem import SAMPLE_BYTES
 from workbench.excitation.trajectory import FourierSpace
 from workbench.identification.drives import Drives
 from workbench.identification.torque_model import FROM_STANDARD, TorqueModel
@@ -209,6 +211,12 @@ def design_payload_excitation(
     period of ``duration`` s is sampled at ``sample_rate`` Hz.
     """
     options = options or DesignOptions()
+    samples = duration * sample_rate
+    check_memory(
+        f"duration * sample_rate = {duration:g} s * {sample_rate:g} Hz",
+        samples * SAMPLE_BYTES * robot.n,
+        f"{samples:.3g} written samples, {SAMPLE_BYTES * robot.n / 2**10:.0f} KiB each",
+    )
     k = frame_on_link(robot, link)[0]
     moving_index = joint_indices(robot, moving)
     posture = np.asarray(posture, dtype=float)
@@ -326,10 +334,11 @@ def hold_posture(
     """A hold posture (n,) for the payload's experiment, D-optimal among candidates.
 
     Candidates: zero (or the middle of a range without zero) and ``candidates``
-    random postures of the held joints uniform within ``limits``; the moving
-    joints start at zero (or the middle). Kept: the candidate whose random
-    motions of the moving joints give the largest log det of the payload's
-    information (noise ``sigma``), among those the robot holds at rest within its
+    random postures of the held joints on the path from the base to the link
+    uniform within ``limits``; the moving joints and the joints off that path
+    (a humanoid's legs, head, other arm) stay at zero (or the middle). Kept:
+    the candidate whose random motions of the moving joints give the largest log det
+    of the payload's information (noise ``sigma``), among those the robot holds at rest within its
     torque limits and where no link frame and not the tool frame is lower (against
     gravity) than the lowest link frame at q = 0: nothing hangs below the robot's
     first joint, as a table-mounted arm needs (no other collision is checked).
@@ -339,7 +348,7 @@ def hold_posture(
     middle = np.where((limits.lower <= 0.0) & (limits.upper >= 0.0), 0.0, limits.centre)
     rng = np.random.default_rng(seed)
     postures = np.tile(middle, (candidates + 1, 1))
-    still = np.setdiff1d(np.arange(robot.n), index)
+    still = np.setdiff1d(np.flatnonzero(robot.ancestors[:, k]), index)  # held, on the path
     postures[1:, still] = rng.uniform(limits.lower[still], limits.upper[still],
                                       size=(candidates, still.size))  # fmt: skip
     zero = np.zeros_like(postures)

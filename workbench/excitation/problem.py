@@ -55,7 +55,7 @@ import numpy as np
 from workbench.chain import Chain
 from workbench.config import Section, check_memory, read_toml
 from workbench.errors import WorkbenchError
-from workbench.excitation.design import DesignOptions, Limits
+from workbench.excitation.design import MAX_STARTS, DesignOptions, Limits
 from workbench.excitation.postures import check_candidates
 from workbench.excitation.trajectory import margin_factor
 from workbench.identification.term_names import TERMS
@@ -239,7 +239,7 @@ def read_problem(
         collocation=trajectory.collocation,
         max_iterations=s.integer("max_iterations", 300, minimum=1),
         tolerance=s.number("tolerance", 1e-6, positive=True),
-        starts=s.integer("starts", 1, minimum=1),
+        starts=s.integer("starts", 1, minimum=1, maximum=MAX_STARTS),
         seed=s.integer("seed", 0, minimum=0),
     )
     s.done()

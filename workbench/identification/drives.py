@@ -300,6 +300,22 @@ def sidecar_path(urdf: str | os.PathLike) -> Path:
     return urdf.with_name(urdf.stem + ".drives.toml")
 
 
+MAX_DRIVE_VALUE = 1e6  # SI; beyond any robot drive (the largest joints hold ~1e5 N m)
+
+
+def check_model_order(numbered: Sequence[str], joint_names: Sequence[str], where: str) -> None:
+    """Refuse a drive file's numbered joints that are not in the model's order: a calibration
+    numbers its joints as the model orders them, so another order (an edited ``summary.json``)
+    would give one joint's drive terms to another."""
+    positions = [joint_names.index(name) for name in numbered if name in joint_names]
+    if positions != sorted(positions):
+        raise WorkbenchError(
+            f"{where}: joint_names {list(numbered)!r:.200} are not in the model's joint order "
+            f"({', '.join(joint_names)}); a calibration writes them in that order, so the "
+            "drive values would go to other joints"
+        )
+
+
 def numbered_joints(path: str | os.PathLike) -> list[str] | None:
     """The joints a drive file numbers when a calibration wrote it: its results folder's
     ``summary.json`` ``joint_names`` (of a whole robot, the calibrated joints only); None for
@@ -333,6 +349,7 @@ def nominal_drive_values(
     if numbered is None:
         return read_drive_file(path, len(joint_names))[1]
     values = read_drive_file(path, len(numbered))[1]
+    check_model_order(numbered, list(joint_names), str(path.with_name("summary.json")))
     now = {name: j + 1 for j, name in enumerate(joint_names)}
     out = {}
     for key, value in values.items():
@@ -363,7 +380,7 @@ def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, 
             raise WorkbenchError(
                 f"{values.where(name)}: not a parameter of terms {list(terms)} for {n} joints"
             )
-        result[name] = values.number(name)
+        result[name] = values.number(name, minimum=-MAX_DRIVE_VALUE, maximum=MAX_DRIVE_VALUE)
     values.done()
     top.done()
     return drives, result

@@ -188,12 +188,14 @@ class ReachResult:
         return "rad" if self.task == "pointing" else "m"
 
     def describe(self) -> str:
-        """One line: objective with its unit, iterations, time, violation, simulated error."""
+        """One line: objective with its unit, iterations, time, violation, simulated error and
+        how many warnings there are."""
         return (
             f"objective {self.objective:.6g} {self.problem.objective_unit}, {self.iterations} "
             f"iterations, {self.solve_time_s:.2f} s, constraint violation "
             f"{self.max_constraint_violation:.1e}, final {self.task} error "
             f"{self.task_error:.1e} {self.unit} (simulated)"
+            + (f", {len(self.warnings)} warning(s) (above)" if self.warnings else "")
         )
 
     def row(self) -> dict[str, float | str]:

@@ -76,6 +76,7 @@ from workbench.ocp.stages import transcribe_stagewise
 # 100 to 1600 knots), rounded up
 KNOT_BYTES = 1024
 COARSE = 0.05  # transcription error, as a fraction of the tool's travel, that makes a warning
+DRIFT = 0.01  # m or rad: a simulated end error below this and COARSE of the travel is no warning
 SHORT_TRAVEL = 1e-3  # m or rad: travel below this is judged against it, not as a fraction
 
 
@@ -337,18 +338,29 @@ def _check_motion(problem: ReachProblem, model: ClosedChain, start, goal, result
         )
         return
     travel = float(task_distance(model, np.asarray(start), np.asarray(goal)))
-    if result.transcription_error > COARSE * max(travel, SHORT_TRAVEL):
-        share = (
-            f"{100 * result.transcription_error / travel:.0f} % of the {travel:.3g} the tool "
-            "travels"
-            if travel >= SHORT_TRAVEL
-            else f"the tool travels only {travel:.3g}: the goal is about the start"
+    coarse = COARSE * max(travel, SHORT_TRAVEL)
+    drifted = not result.task_error <= max(coarse, DRIFT)
+    if drifted and result.transcription_error <= coarse:
+        result.warnings.append(
+            f"the open-loop simulation of the planned torques ends {result.task_error:.3g} "
+            f"{result.unit} from the goal ({_share(result.task_error, travel)}): the knots "
+            "resolve the motion, so the mechanism drifts away from the plan without feedback; "
+            "the plan needs a controller that tracks it"
         )
+    if result.transcription_error > coarse:
         result.warnings.append(
             f"the knots are too far apart for this motion: integrated interval by interval, "
             f"the planned torques miss the plan by {result.transcription_error:.3g} in all "
-            f"({share}); use more knots ([transcription] knots, now {problem.knots})"
+            f"({_share(result.transcription_error, travel)}); use more knots "
+            f"([transcription] knots, now {problem.knots})"
         )
+
+
+def _share(error: float, travel: float) -> str:
+    """An error as a share of the tool's travel, for warnings."""
+    if travel >= SHORT_TRAVEL:
+        return f"{100 * error / travel:.0f} % of the {travel:.3g} the tool travels"
+    return f"the tool travels only {travel:.3g}: the goal is about the start"
 
 
 def duration_check(

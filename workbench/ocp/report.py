@@ -86,5 +86,5 @@ def write_results(
     rows = [(key, value) for key, value in summary.items() if key != "design"]
     write_report_page(
         stage / "report.html", f"Reaching with {model.name}: {problem.source}", rows, images,
-        animation=animation,
+        warnings=result.warnings, animation=animation,
     )  # fmt: skip

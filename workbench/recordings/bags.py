@@ -37,8 +37,11 @@ import numpy as np
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
+from workbench.config import check_memory
 from workbench.errors import WorkbenchError
+from workbench.io import check_input_file
 from workbench.lie import Array
+from workbench.recordings.clock import check_no_jump_back
 from workbench.recordings.tables import Table
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -180,6 +183,7 @@ def read_joint_states(
             layouts[row] = np.array([column.get(name, -1) for name in row], dtype=np.int64)
     cols = [layouts[row] for row in names]
     t = _stamp_times(np.asarray(stamps, dtype=np.int64))
+    check_no_jump_back(t, f"{where}: time stamps")
     order = np.argsort(t, kind="stable")
     arrays = {
         field: _scatter(values[field], cols, len(messages), len(selected))[order]
@@ -279,6 +283,7 @@ def _open(path: Path) -> Iterator[AnyReader]:
         )
     if not path.exists():
         raise WorkbenchError(f"ROS bag not found: {path}")
+    _check_bag_files(path)
     reader = None
     try:
         reader = AnyReader([path], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
@@ -290,6 +295,25 @@ def _open(path: Path) -> Iterator[AnyReader]:
     finally:
         with contextlib.suppress(Exception):
             reader.close()
+
+
+BAG_MEMORY_FACTOR = 8  # bytes of memory per byte of bag: decoded rows, the table, the fits
+
+
+def _check_bag_files(path: Path) -> None:
+    """Refuse a bag whose files are not regular files (a FIFO would block the reader, a link to
+    ``/dev/zero`` never end) or would not fit in memory once read, before opening it."""
+    if path.is_dir():
+        files = [path / "metadata.yaml"]
+        files += sorted(p for p in path.iterdir() if p.suffix.lower() in BAG_SUFFIXES)
+    else:
+        files = [path]
+    size = sum(check_input_file(file, "ROS bag file").stat().st_size for file in files)
+    check_memory(
+        f"ROS bag {path} ({size / 2**20:.0f} MiB)",
+        BAG_MEMORY_FACTOR * size,
+        f"{BAG_MEMORY_FACTOR} bytes per byte of bag once its messages are decoded",
+    )
 
 
 def _guarded(path: Path, topic: str, items: Iterator) -> Iterator:

@@ -6,7 +6,9 @@ stamp or delivers one late, and stops for a while when a node stalls. The
 filters and differentiators of :mod:`workbench.recordings.signals` need
 uniform sampling, so a recording is first put on a uniform grid:
 
-1. samples are sorted by time (stable); samples with equal stamps are merged
+1. stamps that step back by more than ``gap_periods`` typical steps (a clock
+   set back or restarted) are refused (:func:`check_no_jump_back`); samples
+   are sorted by time (stable); samples with equal stamps are merged
    (their mean, NaN ignored); more repeated stamps than distinct ones are
    refused (stamps coarser than the samples, e.g. rounded to whole seconds);
 2. the period is the stated one (``rate``), else the clock's mean step: the
@@ -93,6 +95,26 @@ class Clock:
         }
 
 
+def check_no_jump_back(t: Array, where: str, gap_periods: float = GAP_PERIODS) -> None:
+    """Refuse stamps ``t`` (N,), in recorded order, that step back by more than ``gap_periods``
+    of their typical step (the median positive one): a clock set back (an NTP step) or
+    restarted, whose samples sorting would interleave with the earlier ones. Samples
+    delivered a little late (a step back of a few periods) pass."""
+    steps = np.diff(np.asarray(t, dtype=float))
+    forward = steps[steps > 0]
+    if forward.size == 0:
+        return
+    back = np.flatnonzero(steps < -gap_periods * float(np.median(forward)))
+    if back.size:
+        k = int(back[0])
+        raise WorkbenchError(
+            f"{where}: the clock jumps back by {-steps[k]:.6g} s after sample {k} (of "
+            f"{steps.size + 1}; {back.size} such jump(s)): a clock set back (an NTP step) or a "
+            "restart; sorted, the samples of both stretches would interleave: split the "
+            "recording there or correct the stamps"
+        )
+
+
 def uniform_clock(
     t: Array,
     *,
@@ -113,6 +135,7 @@ def uniform_clock(
     if not np.all(np.isfinite(t)):
         row = int(np.argmax(~np.isfinite(t)))
         raise WorkbenchError(f"{where}: time stamp {row} is {t[row]}, not a finite number")
+    check_no_jump_back(t, where, gap_periods)
     order, stamps, _ = _distinct(t)
     out_of_order = int(np.count_nonzero(order != np.arange(t.shape[0])))
     duplicates = int(t.shape[0] - stamps.shape[0])

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from workbench import lie
+from workbench.arrays import as_real_array
+from workbench.errors import WorkbenchError
 from workbench.lie import Array
 from workbench.recordings import signals
 from workbench.recordings.tables import DroppedRow
@@ -133,3 +135,39 @@ class Log:
 
 
 _SAMPLED = ("t", "q", "dq", "ddq", "tau", "position", "orientation", "temperature")
+
+
+_JOINT_SAMPLED = ("q", "dq", "ddq", "tau")  # (N, n), finite
+
+
+def check_log_arrays(log: Log, n: int | None = None) -> None:
+    """Raise a WorkbenchError naming the log and the field when ``log`` is not a :class:`Log`
+    whose time stamps and joint samples are real and finite, one row per time stamp and, with
+    ``n``, one column per joint of the model (a log of another robot, 3 torque columns for 7
+    joints). Measured poses may hold NaN (a marker not seen)."""
+    if not isinstance(log, Log):
+        raise WorkbenchError(f"the log is {type(log).__name__}, not a calibration Log")
+    t = as_real_array(log.t, f"{log.source}: t")
+    if t.ndim != 1 or t.size == 0 or not np.isfinite(t).all():
+        raise WorkbenchError(f"{log.source}: t must be a non-empty vector of finite time stamps")
+    width = {"position": 3, "orientation": 4}
+    for name in (*_JOINT_SAMPLED, *width):
+        value = getattr(log, name)
+        if value is None:
+            if name == "q":
+                raise WorkbenchError(f"{log.source}: the log has no joint positions q")
+            continue
+        x = as_real_array(value, f"{log.source}: {name}")
+        columns = width.get(name, n)
+        if x.ndim != 2 or x.shape[0] != t.size or columns not in (None, x.shape[1]):
+            expected = f"({t.size}, {columns if columns is not None else 'joints'})"
+            model = "" if name in width else f" for a model of {n} joints"
+            raise WorkbenchError(
+                f"{log.source}: {name} has shape {x.shape}; expected {expected}{model}"
+            )
+        if name in _JOINT_SAMPLED and not np.isfinite(x).all():
+            sample, column = np.argwhere(~np.isfinite(x))[0]
+            raise WorkbenchError(
+                f"{log.source}: {name} holds {x[sample, column]} at sample {sample}, "
+                f"column {column}"
+            )

@@ -19,6 +19,9 @@ still be usable) naming the column and the likely cause:
   error naming millimetres (ratio near 1000), or joint positions in degrees
   or the wrong marker frame (ratio below 0.1). Frames that the logged motion
   moves less than 5 mm (RMS) are not compared;
+* measured marker orientations in the base frame more than 0.25 rad (median)
+  from the nominal model's that a likely mistake (quaternion columns in the
+  other order, qw and qx swapped) brings within 0.25 rad: an error naming it;
 * a torque channel that never changes: an error (disconnected or not
   logged); a joint that never moves: a warning (its parameters cannot be
   identified);
@@ -45,7 +48,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from workbench import inertia
+from workbench import inertia, lie
 from workbench.chain import INERTIA_ATOL, INERTIA_RTOL, PRISMATIC, Chain
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.errors import WorkbenchError, WorkbenchWarning
@@ -59,6 +62,14 @@ _REACH_FACTOR = 20.0
 _SPREAD_RATIO = 10.0  # measured against modelled marker spread, either way
 _MIN_SPREAD = 0.005  # m: frames that move less are not compared
 _SPREAD_SAMPLES = 2000  # at most this many samples enter the comparison
+_TURN_MISMATCH = 0.25  # rad: median gap between measured and nominal orientations
+# reinterpretations of a measured quaternion (x, y, z, w as read): the likely mistakes
+_QUATERNION_MISTAKES = (
+    ("the quaternion columns look like w, x, y, z under qx, qy, qz, qw", [1, 2, 3, 0]),
+    ("qw and qx look swapped", [3, 1, 2, 0]),
+    ("the quaternion columns look like x, y, z, w under rotation_type quaternion_wxyz",
+     [3, 0, 1, 2]),
+)  # fmt: skip
 _SPIKE_FACTOR = 1e3  # times the channel's typical torque: a corrupted sample
 
 
@@ -90,6 +101,7 @@ def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
         )
     _check_marker_spread(log, chain)
     _check_marker_scale(log, chain)
+    _check_marker_rotation(log, chain)
 
 
 def check_channels(
@@ -286,3 +298,47 @@ def _check_marker_scale(log: Log, chain: Chain) -> None:
             f"about their mean) while the model moves frame '{frame}' over {modelled:.4g} m "
             f"along the logged joint positions, {ratio:.3g} times as far; {cause}"
         )
+
+
+def _angles(modelled: Array, measured: Array) -> Array:
+    """Angles (rad) between modelled and measured orientations (N, 3, 3), sample by sample."""
+    cosine = (np.einsum("nij,nij->n", modelled, measured) - 1.0) / 2.0
+    return np.arccos(np.clip(cosine, -1.0, 1.0))
+
+
+def _check_marker_rotation(log: Log, chain: Chain) -> None:
+    """Name a wrong quaternion convention of measured orientations in the robot's base frame:
+    when the nominal model's orientation of the marker's frame is more than 0.25 rad (median)
+    from the measured one but a likely mistake (:data:`_QUATERNION_MISTAKES`) brings it within
+    0.25 rad. Turns between samples cannot tell (a reordered quaternion turns the same to first
+    order), nor can a log whose measurement frame is estimated."""
+    if not log.frame_known:
+        return
+    rows = np.unique(np.linspace(0, len(log) - 1, min(len(log), _SPREAD_SAMPLES)).astype(int))
+    for marker in log.measured_markers():
+        if marker.rotation is None:
+            continue
+        measured = marker.rotation[rows]
+        seen = np.isfinite(measured).all(axis=(1, 2))
+        if not seen.any():
+            continue
+        frame = marker.frame or chain.tool_name
+        carrier = replace(
+            chain, tool_parent=chain.parent_of(frame), tool_frame=chain.placement_of(frame)
+        )
+        modelled = forward_kinematics(carrier, log.q[rows[seen]])[:, :3, :3]
+        measured = measured[seen]
+        gap = float(np.median(_angles(modelled, measured)))
+        if gap <= _TURN_MISMATCH:
+            continue
+        quaternion = lie.matrix_to_quaternion(measured)
+        for cause, order in _QUATERNION_MISTAKES:
+            corrected = lie.quaternion_to_matrix(quaternion[:, order])
+            fixed = float(np.median(_angles(modelled, corrected)))
+            if fixed <= _TURN_MISMATCH:
+                source = log.columns.get(f"marker:{marker.name}", log.source)
+                raise WorkbenchError(
+                    f"{source}: the orientations of marker '{marker.name}' are {gap:.3g} rad "
+                    f"(median) from the nominal model's of frame '{frame}', {fixed:.3g} rad "
+                    f"once read otherwise: {cause}"
+                )

@@ -140,6 +140,8 @@ JOINT_STATES = "/joint_states"  # the topic a bag's joint states are read from b
 _ANGLE = {"rad": 1.0, "deg": np.pi / 180.0}
 _LENGTH = {"m": 1.0, "mm": 1e-3}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+VELOCITY_COVERAGE = 0.99  # share of a bag's messages with velocities for them to be read
+QUATERNION_NORM_TOLERANCE = 0.01  # a bag's quaternion further from unit norm is no rotation
 _ROTATIONS = ("rotation_vector", "quaternion_xyzw", "quaternion_wxyz", "rpy")
 
 
@@ -165,13 +167,24 @@ def read_description(
 
 def read_bag(path: str | Path, chain: Chain, *, progress: bool = False) -> Log:
     """A ROS bag's ``/joint_states`` (positions, and velocities and efforts where logged) as a
-    :class:`Log`, as the description ``[positions] file = BAG`` with default keys reads it."""
+    :class:`Log`, as the description ``[positions] file = BAG`` with default keys reads it.
+    Velocities are read when at least :data:`VELOCITY_COVERAGE` of the messages carry all of
+    them, else differentiated from the positions (with a warning when some were logged)."""
     path = Path(path)
     states = bags.read_joint_states(path, JOINT_STATES, chain.joint_names)
     file = path.name  # relative to the bag's folder, which the sections are read from
     description = {"positions": {"file": file}}
-    if np.isfinite(states.velocity).any():
+    logged = np.isfinite(states.velocity).all(axis=1)
+    if logged.mean() >= VELOCITY_COVERAGE:
         description["velocities"] = {"file": file}
+    elif logged.any():
+        warnings.warn(
+            f"{path}: topic {JOINT_STATES}: only {int(logged.sum())} of {logged.size} messages "
+            "carry every joint's velocity; the velocities are differentiated from the "
+            "positions instead of interpolated between those messages",
+            WorkbenchWarning,
+            stacklevel=2,
+        )
     if np.isfinite(states.effort).any():
         description["torques"] = {"file": file}
     return _read(Section(description, str(path)), path, path.parent, chain, False, progress)
@@ -720,24 +733,33 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
 
 
 def _tracked(poses: bags.Poses) -> bags.Poses:
-    """The poses with finite numbers: a motion-capture system that loses a marker publishes
-    NaN until it finds it again; those poses are left out, with a warning that counts them."""
-    finite = np.isfinite(poses.position).all(axis=1) & np.isfinite(poses.quaternion_xyzw).all(1)
+    """The poses with finite numbers and a quaternion of norm within
+    :data:`QUATERNION_NORM_TOLERANCE` of 1, normalised: a motion-capture system that loses a
+    marker publishes NaN or a zero quaternion until it finds it again; those poses are left
+    out, with a warning that counts them."""
+    quaternion = poses.quaternion_xyzw
+    with np.errstate(invalid="ignore", over="ignore"):
+        norm = np.linalg.norm(quaternion, axis=1)
+    finite = np.isfinite(poses.position).all(axis=1) & np.isfinite(quaternion).all(1)
+    tracked = finite & (np.abs(norm - 1.0) <= QUATERNION_NORM_TOLERANCE)
     where = f"{poses.path}: topic {poses.topic}"
-    if not finite.any():
-        raise WorkbenchError(f"{where}: none of its {finite.size} poses is finite (never tracked)")
-    if finite.all():
-        return poses
-    first = int(poses.message[~finite][0])
-    warnings.warn(
-        f"{where}: {int((~finite).sum())} of {finite.size} poses are not finite (marker lost, "
-        f"first in message {first}); left out",
-        WorkbenchWarning,
-        stacklevel=2,
-    )
+    if not tracked.any():
+        raise WorkbenchError(
+            f"{where}: none of its {tracked.size} poses is finite with a unit quaternion "
+            "(never tracked)"
+        )
+    if not tracked.all():
+        first = int(poses.message[~tracked][0])
+        warnings.warn(
+            f"{where}: {int((~tracked).sum())} of {tracked.size} poses are not finite or their "
+            f"quaternion is far from unit norm (marker lost, first in message {first}); "
+            "left out",
+            WorkbenchWarning,
+            stacklevel=2,
+        )
     return replace(
-        poses, t=poses.t[finite], position=poses.position[finite],
-        quaternion_xyzw=poses.quaternion_xyzw[finite], message=poses.message[finite],
+        poses, t=poses.t[tracked], position=poses.position[tracked],
+        quaternion_xyzw=quaternion[tracked] / norm[tracked, None], message=poses.message[tracked],
     )  # fmt: skip
 
 

@@ -120,9 +120,11 @@ def read_header(path: str | os.PathLike) -> list[str]:
     path = check_input_file(path, "table file")
     if path.suffix.lower() == ".npz":
         return _read_npz(path)[0]
-    for _, text in _text_lines(path):
+    for line, text in _text_lines(path):
         if text.strip():
-            return [c.strip() for c in next(csv.reader([text]))]
+            header = [c.strip() for c in _cells(path, line, text)]
+            _check_header(path, header)
+            return header
     raise WorkbenchError(f"{path}: empty file (expected a header row)")
 
 
@@ -255,7 +257,7 @@ def _read_csv(path: Path, drop_bad_rows: bool, increasing: str | None, progress:
         if not text.strip():
             continue
         if header is None:
-            header_line, header = line, [c.strip() for c in next(csv.reader([text]))]
+            header_line, header = line, [c.strip() for c in _cells(path, line, text)]
         else:
             data_lines += 1
     if header is None:
@@ -294,6 +296,16 @@ def _data_line_numbers(path: Path, header_line: int, rows: int) -> np.ndarray:
     return np.asarray(lines[:rows], dtype=np.int64)
 
 
+def _cells(path: Path, line: int, text: str) -> list[str]:
+    """The cells of one CSV line; a cell longer than the csv module's field limit (131,072
+    characters, no number or column name is that long) or an unclosed quote is an error
+    naming the line."""
+    try:
+        return next(csv.reader([text]))
+    except csv.Error as exc:
+        raise WorkbenchError(f"{path}: line {line}: not a CSV row of a log table ({exc})") from None
+
+
 def _slow_parse(path: Path, header: list[str], drop_bad_rows: bool, increasing: str | None):
     rows, lines, dropped, index = [], [], [], []
     seen_header = False
@@ -305,7 +317,7 @@ def _slow_parse(path: Path, header: list[str], drop_bad_rows: bool, increasing: 
             seen_header = True
             continue
         data_row += 1
-        cells = next(csv.reader([text]))
+        cells = _cells(path, line, text)
         if len(cells) != len(header):
             raise WorkbenchError(
                 f"{path}: line {line} has {len(cells)} cells; the header has {len(header)}"

@@ -26,6 +26,7 @@ import numpy as np
 from meshcat.animation import Animation
 from numpy.typing import NDArray
 
+from workbench.config import check_memory
 from workbench.errors import WorkbenchError
 from workbench.placements import create_data
 from workbench.urdf_check import check_urdf, parse_quietly
@@ -34,6 +35,9 @@ Array = NDArray[np.float64]
 
 ROOT = "robot"  # meshcat node of the robot's meshes
 TOOL_PATH = "tool_path"  # meshcat node of the tool path polyline
+# memory per keyframe and mesh of an animation: 7.5 GB for 2,000,000 keyframes of the
+# five-bar's 7 meshes measured (about 540 bytes per keyframe and mesh), rounded up
+FRAME_NODE_BYTES = 2048
 FPS = 30  # animation frame rate: keyframe k sits at frame t[k] * FPS, i.e. at time t[k]
 TOOL_PATH_COLOR = 0xE0301E
 
@@ -127,6 +131,11 @@ def show_trajectory(
 ) -> None:
     """Draw the robot at q[0], its animation along (t, q) and the tool path; aim the camera."""
     check_trajectory(robot, t, q)
+    nodes = max(1, len(robot.visual_model.geometryObjects))
+    check_memory(
+        f"an animation of {len(t)} samples", len(t) * nodes * FRAME_NODE_BYTES,
+        f"an animation keyframe per sample for {nodes} meshes, {FRAME_NODE_BYTES} bytes each",
+    )  # fmt: skip
     viz = _meshcat_visualizer()(robot.model, None, robot.visual_model)
     viz.initViewer(viewer=vis)
     viz.loadViewerModel(rootNodeName=ROOT)

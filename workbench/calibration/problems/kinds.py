@@ -64,9 +64,23 @@ class Kind:
         """The problem of ``log``: accumulated for a large log, else in memory (``validation``:
         the scheme, a second log or None, as :func:`workbench.calibration.calibrate` got it)."""
         if not isinstance(log, ChunkedLog):
+            self.check_log_fields(log)
             return self.prepare(chain, log, options)
         self.check_large_log(log.source)
         return self.accumulate(chain, log, options, validation)
+
+    def check_log_fields(self, log: Log) -> None:
+        """Refuse a log in memory without what the kind fits: torques with the joint velocities
+        and accelerations, or measured poses (a tool position or markers)."""
+        missing = []
+        if "tau" in self.requires:
+            missing += [name for name in ("dq", "ddq", "tau") if getattr(log, name) is None]
+        if "position" in self.requires and log.position is None and not log.markers:
+            missing.append("position (or markers)")
+        if missing:
+            raise WorkbenchError(
+                f"{log.source}: the {self.name} calibration needs {', '.join(missing)} in the log"
+            )
 
     def check_large_log(self, source: str) -> None:
         """Refuse a large log (Parquet, a directory of chunks) if the kind has no accumulated

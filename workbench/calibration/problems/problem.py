@@ -45,6 +45,7 @@ and add a :class:`~workbench.calibration.problems.kinds.Kind` to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -53,6 +54,7 @@ import numpy as np
 
 from workbench.calibration.selection.validation import EndSplit, Folds
 from workbench.chain import Chain
+from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
 
@@ -72,6 +74,18 @@ class Options:
     # auto the dynamic kind also chooses its drive terms (DynamicProblem)
     parameters: str = "auto"
     progress: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.loss, str):
+            raise WorkbenchError(f"Options: loss {self.loss!r} is not a name")
+        for name in ("f_scale", "rotation_weight"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+                raise WorkbenchError(f"Options: {name} {value!r} is not a number")
+            if not (math.isfinite(value) and value > 0):
+                raise WorkbenchError(f"Options: {name} {value} must be a positive finite number")
 
 
 @dataclass(frozen=True)

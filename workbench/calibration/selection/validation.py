@@ -33,6 +33,8 @@ class EndSplit:
     fraction: float
 
     def __post_init__(self) -> None:
+        if isinstance(self.fraction, bool) or not isinstance(self.fraction, int | float):
+            raise WorkbenchError(f"validation fraction {self.fraction!r} is not a number")
         if not 0.0 < self.fraction < 1.0:
             raise WorkbenchError(f"validation fraction {self.fraction} must lie in (0, 1)")
 
@@ -57,6 +59,8 @@ class Folds:
     k: int
 
     def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer):
+            raise WorkbenchError(f"the number of folds {self.k!r} is not a whole number")
         if self.k != -1 and self.k < 2:
             raise WorkbenchError(f"cross-validation needs at least 2 folds, not {self.k}")
 
