@@ -109,8 +109,7 @@ def read(path: str | os.PathLike) -> ClosedChain:
         raise WorkbenchError(f"{path}: no [[closure]] tables; a closed chain needs one")
     top.done()
     model = ClosedChain(tree, tuple(closures), actuated, home, task, tree.name, urdf, path)
-    check_assembly(model)
-    return model
+    return check_assembly(model)
 
 
 def _named(lookup, name: str, where: str):
