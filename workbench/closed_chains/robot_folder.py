@@ -24,7 +24,8 @@ it defines them):
 * meshes are not read (``package:///NAME`` names ``DIR/NAME``; missing ones
   are never an error);
 * no home configuration is given: q = 0 is closed with the smallest move by
-  Levenberg-Marquardt on all joints ([Nocedal] §10.3, minimum-norm steps),
+  Levenberg-Marquardt on all joints ([Nocedal] §10.3, Marquardt's scaling,
+  steps of at most ``MAX_STEP`` projected into the joint limits),
   with the rotation residual ``R - I`` (no half-turn roots), then Newton's
   method with minimum-norm steps on the closure residual; a closure left
   above ``CLOSED`` is refused naming it.
@@ -235,6 +236,7 @@ def closed_configuration(chain: ClosedChain, start: Array | None = None) -> Arra
     not close to ``CLOSED``.
     """
     n = chain.n
+    lower, upper = chain.tree.lower, chain.tree.upper
     q = np.zeros(n) if start is None else np.asarray(start, dtype=float).copy()
     h = 1e-7
     units = np.vstack([np.eye(n), -np.eye(n)]) * h
@@ -255,6 +257,7 @@ def closed_configuration(chain: ClosedChain, start: Array | None = None) -> Arra
         scale = np.maximum(np.diag(A), 1e-12)
         step = -np.linalg.solve(A + damping * np.diag(scale), g)
         step *= min(1.0, MAX_STEP / max(np.abs(step).max(), 1e-300))
+        step = np.clip(q + step, lower, upper) - q  # projected: joint limits hold
         trial = value(q + step)[0]
         if trial @ trial < cost:
             q, r = q + step, trial
@@ -268,7 +271,7 @@ def closed_configuration(chain: ClosedChain, start: Array | None = None) -> Arra
         c = closures.residual()[0]
         if np.abs(c).max() < 1e-14:
             break
-        q = q - np.linalg.lstsq(closures.jacobian()[0], c, rcond=1e-12)[0]
+        q = np.clip(q - np.linalg.lstsq(closures.jacobian()[0], c, rcond=1e-12)[0], lower, upper)
     turns = np.array([k == "revolute" for k in chain.tree.joint_kinds]) & ~np.isfinite(
         chain.tree.lower
     )
