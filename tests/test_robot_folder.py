@@ -57,17 +57,20 @@ def constrained_state(chain, model, data, constraints, datas, rng):
     under random motor torques; and the reference motor torques (RNEA projected)."""
     q = solve_passive(chain, chain.home[chain.active] + 0.05 * rng.standard_normal(len(chain.active)),
                       guess=chain.home)  # fmt: skip
-    pin.computeJointJacobians(model, data, q)
-    pin.forwardKinematics(model, data, q)
+    pin.initConstraintDynamics(model, data, constraints, datas)
+    settings = pin.ProximalSettings(1e-14, 1e-10, 200)
+    # a first solve places the constraint frames at q (a 3d closure's Jacobian depends on it)
+    zero = np.zeros(model.nv)
+    pin.constraintDynamics(model, data, q, zero, zero, constraints, datas, settings)
     J = pin.getConstraintsJacobian(model, data, constraints, datas)
     null = np.linalg.svd(J)[2][np.linalg.matrix_rank(J, 1e-9) :].T
     dq = null @ rng.standard_normal(null.shape[1])
     motors = [model.joints[model.getJointId(m)].idx_v for m in chain.actuated]
-    tau_motors = rng.standard_normal(len(motors)) * max(1.0, np.abs(pin.rnea(model, data, q, 0 * q, 0 * q)).max())
+    tau_motors = rng.standard_normal(len(motors)) * max(
+        1.0, np.abs(pin.rnea(model, data, q, 0 * q, 0 * q)).max()
+    )
     tau = np.zeros(model.nv)
     tau[motors] = tau_motors
-    pin.initConstraintDynamics(model, data, constraints, datas)
-    settings = pin.ProximalSettings(1e-14, 1e-10, 200)
     ddq = pin.constraintDynamics(model, data, q, dq, tau, constraints, datas, settings)
     # S: unit motor velocities completed (least squares) in null(J_c); RNEA projected on it
     S = null @ np.linalg.pinv(null[motors])
@@ -147,8 +150,13 @@ def test_yaml_replacements_and_refusals(tmp_path):
     )
     with pytest.raises(WorkbenchError, match="not independent.*free1"):
         read_folder(tmp_path)
-    (tmp_path / "robot.yaml").write_text(base + "type: ['6d']\njoint_name: ['x']\njoint_type: ['FIXED']\n")
-    with pytest.raises(WorkbenchError, match="joint_name 'x'"):
+    (tmp_path / "robot.yaml").write_text(
+        base + "type: ['6d']\njoint_name: ['free1']\njoint_type: ['BALL']\n"
+    )
+    with pytest.raises(WorkbenchError, match="joint_type 'BALL' of 'free1'"):
+        read_folder(tmp_path)
+    (tmp_path / "robot.yaml").write_text(base + "type: ['6d', '3d']\n")
+    with pytest.raises(WorkbenchError, match="'type' must give one of 6d, 3d per closed_loop"):
         read_folder(tmp_path)
 
 

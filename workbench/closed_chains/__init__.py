@@ -52,8 +52,18 @@ _NAMES = {  # the submodules, and their most used functions by name
     "robot_folder": None,
 }
 __all__, __getattr__ = exports(
-    __name__, _NAMES, ("SHIPPED", "ClosedChain", "Closure", "is_closed_chain", "is_robot_folder", "load", "read",
-     "read_folder"),
+    __name__,
+    _NAMES,
+    (
+        "SHIPPED",
+        "ClosedChain",
+        "Closure",
+        "is_closed_chain",
+        "is_robot_folder",
+        "load",
+        "read",
+        "read_folder",
+    ),
 )
 
 

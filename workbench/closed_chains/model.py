@@ -139,7 +139,9 @@ class ClosedChain:
     @property
     def coordinate_effort(self) -> Array:
         """Force limits of the independent coordinates: the motors' efforts, 0 for idle joints."""
-        return np.concatenate([self.tree.effort_limit[self.motor_indices], np.zeros(len(self.idle))])
+        return np.concatenate(
+            [self.tree.effort_limit[self.motor_indices], np.zeros(len(self.idle))]
+        )
 
     @functools.cached_property
     def passive(self) -> np.ndarray:

@@ -11,6 +11,8 @@ A folder ``DIR`` holds ``robot.urdf`` (the spanning tree) and ``robot.yaml``::
 Reading rules (those of the upstream loader, ``completeRobotLoader``, where
 it defines them):
 
+* ``joint_name`` entries that name no joint of the URDF are ignored (as
+  upstream; the collection has such entries);
 * ``SPHERICAL``: three revolute joints ``J_X``, ``J_Y``, ``J_Z`` about the
   joint frame's axes (the first at the joint's origin, massless links
   between them, the child link after ``J_Z``); ``UJOINT_AB``: two revolute
@@ -56,6 +58,7 @@ MOVING = ("revolute", "continuous", "prismatic")
 # The closure at the home configuration found from q = 0 must hold to this (m or rad).
 CLOSED = 1e-10
 LM_ITERATIONS = 300
+RESTARTS = 8  # further Levenberg-Marquardt starts when the first stops short
 MAX_STEP = 0.3  # rad or m: the largest joint move of one Levenberg-Marquardt step
 
 
@@ -164,9 +167,9 @@ def _replace_joints(root: ET.Element, names: list, kinds: list, where: Path) -> 
     }  # fmt: skip
     for name, kind in zip(names, kinds, strict=True):
         joint = joints.get(name)
-        if joint is None:
-            raise WorkbenchError(f"{where}: joint_name '{name}' is not a joint of {URDF_NAME}")
         kind = str(kind).upper()
+        if joint is None:  # as upstream: a replacement of no joint of the URDF does nothing
+            continue
         if kind == "FIXED":
             joint.set("type", "fixed")
             for tag in ("axis", "limit", "dynamics", "mimic"):
@@ -232,12 +235,44 @@ def _rotation_free_residual(closures: Closures) -> Array:
 def closed_configuration(chain: ClosedChain, start: Array | None = None) -> Array:
     """The closed configuration nearest ``start`` (default q = 0) (module docstring).
 
-    Raises WorkbenchError naming the closure and its residual when it does
-    not close to ``CLOSED``.
+    Levenberg-Marquardt from ``start``; where it stops short (a stationary
+    point of the residual: a half-turn misalignment is one), again from
+    ``RESTARTS`` starts spread around ``start`` by growing random moves
+    (seeded: the same model gives the same home), keeping the first that
+    closes. Raises WorkbenchError naming the closure and its residual when
+    none closes to ``CLOSED``.
     """
+    start = np.zeros(chain.n) if start is None else np.asarray(start, dtype=float)
+    rng = np.random.default_rng(0)
+    best = None
+    for k in range(RESTARTS + 1):
+        move = 0.0 if k == 0 else np.pi * k / RESTARTS * rng.uniform(-1.0, 1.0, chain.n)
+        q0 = np.clip(start + move, chain.tree.lower, chain.tree.upper)
+        q, error, angle = _close(chain, q0)
+        if best is None or (error.max(), angle.max()) < (best[1].max(), best[2].max()):
+            best = q, error, angle
+        if error.max() <= CLOSED and angle.max() <= np.pi / 2:
+            return q
+    q, c, angle = best
+    rows = np.cumsum([k.rows for k in chain.closures])
+    row = int(np.argmax(c))
+    k = int(np.searchsorted(rows, row, side="right"))
+    if angle.max() > np.pi / 2:
+        k = int(np.argmax(angle))
+        row = rows[k] - 1
+    closure = chain.closures[k]
+    raise WorkbenchError(
+        f"{chain.where}: no closed configuration found from q = 0: closure "
+        f"'{closure.name}' ({closure.kind} of {closure.frames[0]} and {closure.frames[1]}) "
+        f"keeps residual {c[row]:.3g} and misalignment {np.rad2deg(angle[k]):.3g} deg "
+        f"(Levenberg-Marquardt on all joints from {RESTARTS + 1} starts)"
+    )
+
+
+def _close(chain: ClosedChain, q: Array) -> tuple[Array, Array, Array]:
+    """Levenberg-Marquardt then Newton from q: (q, |closure residual|, misalignments)."""
     n = chain.n
     lower, upper = chain.tree.lower, chain.tree.upper
-    q = np.zeros(n) if start is None else np.asarray(start, dtype=float).copy()
     h = 1e-7
     units = np.vstack([np.eye(n), -np.eye(n)]) * h
 
@@ -272,24 +307,7 @@ def closed_configuration(chain: ClosedChain, start: Array | None = None) -> Arra
         if np.abs(c).max() < 1e-14:
             break
         q = np.clip(q - np.linalg.lstsq(closures.jacobian()[0], c, rcond=1e-12)[0], lower, upper)
-    turns = np.array([k == "revolute" for k in chain.tree.joint_kinds]) & ~np.isfinite(
-        chain.tree.lower
-    )
+    turns = np.array([k == "revolute" for k in chain.tree.joint_kinds]) & ~np.isfinite(lower)
     q[turns] = np.remainder(q[turns] + np.pi, 2 * np.pi) - np.pi  # the same configuration
     closures = Closures(chain, q[None])
-    c = np.abs(closures.residual()[0])
-    angle = closures.misalignment()[0]
-    if c.max() > CLOSED or np.any(angle > np.pi / 2):
-        rows = np.cumsum([k.rows for k in chain.closures])
-        row = int(np.argmax(c))
-        k = int(np.searchsorted(rows, row, side="right"))
-        if angle.max() > np.pi / 2:
-            k = int(np.argmax(angle))
-        closure = chain.closures[k]
-        raise WorkbenchError(
-            f"{chain.where}: no closed configuration found from q = 0: closure "
-            f"'{closure.name}' ({closure.kind} of {closure.frames[0]} and "
-            f"{closure.frames[1]}) keeps residual {c[row]:.3g} and misalignment "
-            f"{np.rad2deg(angle[k]):.3g} deg (Levenberg-Marquardt on all joints)"
-        )
-    return q
+    return q, np.abs(closures.residual()[0]), closures.misalignment()[0]

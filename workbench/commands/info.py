@@ -46,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     if bags.is_bag(args.model):
         return _bag(args.model, bags.topics(args.model))
     source = Path(args.model)
-    if source.is_dir() and not closed_chains.is_closed_chain(source):  # a results folder, read as workbench export reads it
+    if source.is_dir() and not closed_chains.is_closed_chain(
+        source
+    ):  # a results folder, read as workbench export reads it
         closure, urdf = source / "calibrated.toml", source / "calibrated.urdf"
         if not urdf.is_file():
             raise WorkbenchError(

@@ -15,7 +15,8 @@ all knots with the analytic Jacobian):
   ``d/d dq = (0, K_I, 2 c''_I[., dq])``, ``d/d ddq = (0, 0, K_I)``;
 * ``task``: the tool's task vector at the last knot and its partials.
 
-Second derivatives (IPOPT's Hessian of the Lagrangian) are exact: CasADi AD
+Second derivatives (IPOPT's Hessian of the Lagrangian) are exact (trees of at most
+``SX_JOINTS`` joints; central differences of the analytic Jacobians beyond): CasADi AD
 of the same functions in SX (:mod:`workbench.ocp.model_sx`; with a design
 space the torque's by the state and the links' phi too); the design map
 p -> phi keeps the bridge's central differences of its analytic Jacobian,
@@ -36,6 +37,10 @@ from workbench.lie import Array
 from workbench.ocp import sx_compiler
 from workbench.ocp.bridge import BatchedCallback
 from workbench.ocp.model_sx import lagrangian_hessians
+
+
+# Largest tree whose reaching second derivatives are compiled from SX (model_callbacks).
+SX_JOINTS = 12
 
 
 def closure_levels(model: ClosedChain, rows: np.ndarray, X: Array, jacobian: bool):
@@ -93,10 +98,18 @@ def model_callbacks(
     rows: np.ndarray,
     design=None,
     finite_differences: bool = False,
-    exact_hessian: bool = True,
+    exact_hessian: bool | None = None,
 ) -> dict[str, BatchedCallback]:
-    """Torque, closure and task callbacks (module docstring); "design" maps p to phi."""
+    """Torque, closure and task callbacks (module docstring); "design" maps p to phi.
+
+    ``exact_hessian`` None: the SX second derivatives for trees of at most
+    ``SX_JOINTS`` joints; a larger tree's compiled C grows beyond what the
+    C compiler handles in minutes (14 joints: gigabytes of compiler memory), so
+    its Hessian blocks are central differences of the analytic Jacobians.
+    """
     n, a = model.n, len(model.active)
+    if exact_hessian is None:
+        exact_hessian = n <= SX_JOINTS
 
     def exact(name: str, design: bool = False):
         if not exact_hessian or finite_differences:
