@@ -640,7 +640,7 @@ def test_bad_closure_files_are_refused(tmp_path):
     loose = closed_chains.read(_closure_file(tmp_path, delta, closure=closures[:2]))
     assert len(loose.idle) == 3 == mobility(loose) - len(loose.actuated)
     # a motor too many: the closures tie it to the others
-    with pytest.raises(WorkbenchError, match="not independent.*joint_2"):
+    with pytest.raises(WorkbenchError, match=r"not independent.*joint_2"):
         closed_chains.read(
             _closure_file(tmp_path, fivebar, actuated=["joint_1", "joint_4", "joint_2"])
         )

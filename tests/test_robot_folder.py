@@ -111,7 +111,7 @@ def test_read_as_closed_chains(folder):
 
 def test_motor_torques_and_forward_dynamics_equal_pinocchio(folder):
     name, path, chain = folder
-    model, data, constraints, datas, motors = pinocchio_reference(path)
+    model, data, constraints, datas, _ = pinocchio_reference(path)
     rng = np.random.default_rng(7)
     for _ in range(3):
         q, dq, ddq, tau_motors, reference = constrained_state(chain, model, data, constraints,
@@ -148,7 +148,7 @@ def test_yaml_replacements_and_refusals(tmp_path):
         "name_mot: ['mot1', 'mot2', 'free1']\njoint_name: ['closedloop1_A', 'closedloop1_B']\n"
         "joint_type: ['FIXED', 'FIXED']\n"
     )
-    with pytest.raises(WorkbenchError, match="not independent.*free1"):
+    with pytest.raises(WorkbenchError, match=r"not independent.*free1"):
         read_folder(tmp_path)
     (tmp_path / "robot.yaml").write_text(
         base + "type: ['6d']\njoint_name: ['free1']\njoint_type: ['BALL']\n"
