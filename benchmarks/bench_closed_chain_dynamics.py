@@ -46,7 +46,7 @@ SHIPPED = ("planar_fivebar", "fourbar", "delta")
 def constraints(chain, model):
     """Pinocchio constraint models of the chain's closures (module docstring)."""
 
-    def anchored(name, offset=np.zeros(3)):
+    def anchored(name, offset):
         link = chain.tree.parent_of(name)
         placement = chain.tree.placement_of(name).copy()
         placement[:3, 3] += placement[:3, :3] @ offset
@@ -56,7 +56,7 @@ def constraints(chain, model):
 
     out = []
     for closure in chain.closures:
-        offsets = [np.zeros(3)]
+        offsets = [np.zeros(3)]  # revolute: and a point on the axis
         kind = pin.ContactType.CONTACT_3D
         if closure.kind in ("weld", "rotation"):
             kind = pin.ContactType.CONTACT_6D
@@ -105,38 +105,38 @@ def main() -> None:
     chains = [(p.name, load(p / "robot.yaml")) for p in FOLDERS]
     chains += [(name, load(name)) for name in SHIPPED]
     for name, chain in chains:
-        model = to_pinocchio(chain.tree)
-        data = model.createData()
-        cms = constraints(chain, model)
-        cds = pin.StdVec_RigidConstraintData([c.createData() for c in cms])
-        settings = pin.ProximalSettings(1e-14, 1e-10, 200)
-        pin.initConstraintDynamics(model, data, cms, cds)
-        q, dqa, tau = states(chain, args.samples, rng)
-        (_, ddq), ours_min, ours_median = timed(
-            lambda: forward_dynamics(chain, q, dqa, tau), args.repeats
-        )
-        dq = velocities(chain, q, dqa)
-        torque = np.zeros_like(q)
-        torque[:, chain.active[: len(chain.actuated)]] = tau
+        print(compare(name, chain, args.samples, args.repeats, rng))
 
-        def pinocchio_all(algorithm):
-            return np.array([algorithm(model, data, q[k], dq[k], torque[k], cms, cds, settings)
-                             for k in range(len(q))])  # fmt: skip
 
-        reference, cd_min, cd_median = timed(
-            lambda: pinocchio_all(pin.constraintDynamics), args.repeats
-        )
-        pin.computeJointMinimalOrdering(model, data, cms)
-        lcaba_ddq, lc_min, lc_median = timed(lambda: pinocchio_all(pin.lcaba), args.repeats)
-        scale = max(1.0, np.abs(reference).max())
-        diff = np.abs(ddq - reference).max() / scale
-        diff_lcaba = np.abs(lcaba_ddq - reference).max() / scale
-        per = 1e6 / len(q)
-        print(row(name, chain.n, f"{len(chain.actuated)} + {len(chain.idle)}",
-                  f"{ours_min * per:.1f}", f"{ours_median * per:.1f}",
-                  f"{cd_min * per:.1f}", f"{cd_median * per:.1f}",
-                  f"{lc_min * per:.1f}", f"{lc_median * per:.1f}", f"{diff:.1e}",
-                  f"{diff_lcaba:.1e}"))  # fmt: skip
+def compare(name: str, chain, samples: int, repeats: int, rng) -> str:
+    """One table row: times per state and the largest differences of ddq."""
+    model = to_pinocchio(chain.tree)
+    data = model.createData()
+    cms = constraints(chain, model)
+    cds = pin.StdVec_RigidConstraintData([c.createData() for c in cms])
+    settings = pin.ProximalSettings(1e-14, 1e-10, 200)
+    pin.initConstraintDynamics(model, data, cms, cds)
+    q, dqa, tau = states(chain, samples, rng)
+    (_, ddq), ours_min, ours_median = timed(lambda: forward_dynamics(chain, q, dqa, tau), repeats)
+    dq = velocities(chain, q, dqa)
+    torque = np.zeros_like(q)
+    torque[:, chain.active[: len(chain.actuated)]] = tau
+
+    def pinocchio_all(algorithm):
+        return np.array([algorithm(model, data, q[k], dq[k], torque[k], cms, cds, settings)
+                         for k in range(len(q))])  # fmt: skip
+
+    reference, cd_min, cd_median = timed(lambda: pinocchio_all(pin.constraintDynamics), repeats)
+    pin.computeJointMinimalOrdering(model, data, cms)
+    lcaba_ddq, lc_min, lc_median = timed(lambda: pinocchio_all(pin.lcaba), repeats)
+    scale = max(1.0, np.abs(reference).max())
+    diff = np.abs(ddq - reference).max() / scale
+    diff_lcaba = np.abs(lcaba_ddq - reference).max() / scale
+    per = 1e6 / len(q)
+    return row(name, chain.n, f"{len(chain.actuated)} + {len(chain.idle)}",
+               f"{ours_min * per:.1f}", f"{ours_median * per:.1f}", f"{cd_min * per:.1f}",
+               f"{cd_median * per:.1f}", f"{lc_min * per:.1f}", f"{lc_median * per:.1f}",
+               f"{diff:.1e}", f"{diff_lcaba:.1e}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def pinocchio_reference(folder: Path):
     constraints = []
     for (a, b), kind in zip(spec["closed_loop"], spec["type"], strict=True):
         fa, fb = model.frames[model.getFrameId(a)], model.frames[model.getFrameId(b)]
-        contact = pin.ContactType.CONTACT_6D if kind.lower() == "6d" else pin.ContactType.CONTACT_3D
+        contact = pin.ContactType.CONTACT_6D if kind == "6d" else pin.ContactType.CONTACT_3D
         constraints.append(
             pin.RigidConstraintModel(contact, model, fa.parentJoint, fa.placement,
                                      fb.parentJoint, fb.placement, pin.ReferenceFrame.LOCAL)
@@ -55,8 +55,8 @@ def pinocchio_reference(folder: Path):
 def constrained_state(chain, model, data, constraints, datas, rng):
     """A closed state moved off home, velocities in null(J_c), Pinocchio's accelerations
     under random motor torques; and the reference motor torques (RNEA projected)."""
-    q = solve_passive(chain, chain.home[chain.active] + 0.05 * rng.standard_normal(len(chain.active)),
-                      guess=chain.home)  # fmt: skip
+    move = 0.05 * rng.standard_normal(len(chain.active))
+    q = solve_passive(chain, chain.home[chain.active] + move, guess=chain.home)
     pin.initConstraintDynamics(model, data, constraints, datas)
     settings = pin.ProximalSettings(1e-14, 1e-10, 200)
     # a first solve places the constraint frames at q (a 3d closure's Jacobian depends on it)
@@ -163,7 +163,8 @@ def test_yaml_replacements_and_refusals(tmp_path):
 def test_info_names_motors_and_mobility():
     path = FOLDERS / "cassie_like"
     out = subprocess.run(
-        [sys.executable, "-m", "workbench.cli", "info", str(path / "robot.yaml"), "--tool", "foot_frame"],
+        [sys.executable, "-m", "workbench.cli", "info", str(path / "robot.yaml"),
+         "--tool", "foot_frame"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     motors = yaml.safe_load((path / "robot.yaml").read_text())["name_mot"]
