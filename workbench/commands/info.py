@@ -38,17 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench import closed_chains, models
-    from workbench.calibration import bags
     from workbench.closed_chains.kinematics import mobility
+    from workbench.recordings import bags
 
     if args.model is None:
         return _names()
     if bags.is_bag(args.model):
         return _bag(args.model, bags.topics(args.model))
     source = Path(args.model)
-    if source.is_dir() and not closed_chains.is_closed_chain(
-        source
-    ):  # a results folder, read as workbench export reads it
+    folder = closed_chains.is_robot_folder(source)
+    if source.is_dir() and not folder:  # a results folder, read as workbench export reads it
         closure, urdf = source / "calibrated.toml", source / "calibrated.urdf"
         if not urdf.is_file():
             raise WorkbenchError(
@@ -61,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
 
     closed = None
     if closed_chains.is_closed_chain(args.model):
-        folder = closed_chains.is_robot_folder(args.model)
         closed = closed_chains.load(args.model, tool=args.tool if folder else None)
         chain = closed.tree
     else:
@@ -128,8 +126,8 @@ def _names() -> int:
 def _bag(path: str, topics: list) -> int:
     """One line per topic of a bag (``bags.topics``): name, type, count, rate; the joints of
     its JointState topics and those that move."""
-    from workbench.calibration import bags
-    from workbench.calibration.recording import still_joints
+    from workbench.recordings import bags
+    from workbench.recordings.recording import still_joints
 
     count = sum(topic.count for topic in topics)
     recorded = [topic for topic in topics if topic.count]
