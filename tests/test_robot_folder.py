@@ -171,3 +171,25 @@ def test_info_names_motors_and_mobility():
     line = next(line for line in out.splitlines() if "motors" in line)
     assert ", ".join(motors) in line
     assert f"mobility {MOBILITY['cassie_like']}" in out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mjcf_export_loads_in_mujoco_closed(name, tmp_path):
+    """MuJoCo reads the export; its equality constraints hold at the home keyframe."""
+    mujoco = pytest.importorskip("mujoco")
+    out = tmp_path / f"{name}.xml"
+    tool = {"5bar_linkage": "effector", "robot_delta": "effector", "cassie_like": "foot_frame"}
+    subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "export", str(FOLDERS / name / "robot.yaml"),
+         "--mjcf", str(out), "--tool", tool[name]],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    model = mujoco.MjModel.from_xml_path(str(out))
+    chain = closed_chains.load(FOLDERS / name / "robot.yaml", tool=tool[name])
+    assert {model.joint(i).name for i in range(model.njnt)} <= set(chain.joint_names)
+    assert model.neq >= len(chain.closures) and model.nu == len(chain.actuated)
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_forward(model, data)
+    equality = data.efc_type[: data.nefc] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+    assert equality.any() and np.abs(data.efc_pos[: data.nefc][equality]).max() <= 1e-9
