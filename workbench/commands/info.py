@@ -102,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"closed chain ({closed.source}): motors {', '.join(closed.actuated)}, task "
               f"'{closed.task}'")  # fmt: skip
         idle = ", ".join(closed.idle) or "none"
-        print(f"  mobility {mobility(closed)} with {len(closed.actuated)} motors; idle joints "
-              f"(free idle motions, zero force): {idle}")  # fmt: skip
+        print(f"  mobility {mobility(closed)} with {len(closed.actuated)} actuated joints; "
+              f"idle joints (free idle motions, zero force): {idle}")  # fmt: skip
         for closure in closed.closures:
             a, b = closure.frames
             print(f"  closure '{closure.name}': {closure.kind} ({closure.rows} rows) {a} -> {b}")
