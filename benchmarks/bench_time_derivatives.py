@@ -25,7 +25,7 @@ from timing import machine, median_seconds, row
 import workbench as wb
 from workbench import runtime
 from workbench.dynamics.time_derivatives import time_derivatives
-from workbench.pinocchio_conversion import shared_model
+from workbench.models.pinocchio_conversion import shared_model
 
 H = 1e-3
 

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("urdf", nargs="?", default=ROOT / "models" / "iiwa" / "iiwa14.urdf")
     parser.add_argument("--samples", type=int, default=1000)
     args = parser.parse_args(argv)
-    chain = wb.load_urdf(args.urdf)
+    chain = wb.load(args.urdf)
     rng = np.random.default_rng(0)
     q, dq, ddq = (rng.uniform(-1, 1, (args.samples, chain.n)) for _ in range(3))
     start = time.perf_counter()

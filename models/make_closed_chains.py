@@ -19,7 +19,7 @@ table of the closure file gives the closed configuration, computed here in
 closed form (circle intersections, the delta's leg triangles) so that the
 closures hold to rounding. Link inertias are not typed in: each link's
 inertia is the sum of the mass properties of its parts
-(:func:`workbench.mesh.mass_properties`: aluminium 2700 kg/m^3, steel
+(:func:`workbench.models.mesh.mass_properties`: aluminium 2700 kg/m^3, steel
 7850 kg/m^3). Gravity is -9.81 m/s^2 along z for all three.
 
 Planar models lie in the vertical x-z plane with every joint axis along -y
@@ -41,8 +41,8 @@ from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 from workbench import closed_chains, inertia, lie
 from workbench.chain import PRISMATIC, REVOLUTE, Chain, Frame
 from workbench.io import atomic_write, atomic_write_text
-from workbench.mesh import mass_properties
-from workbench.urdf import write_urdf
+from workbench.models.mesh import mass_properties
+from workbench.models.urdf import write_urdf
 
 HERE = Path(__file__).resolve().parent
 DEG = np.pi / 180.0
@@ -736,7 +736,7 @@ def readme(design: Design, chain: Chain) -> str:
         "## Masses",
         "",
         "Link inertias are the mass properties of each link's meshes "
-        "(`workbench.mesh.mass_properties`, aluminium 2700 kg/m^3, steel 7850 kg/m^3).",
+        "(`workbench.models.mesh.mass_properties`, aluminium 2700 kg/m^3, steel 7850 kg/m^3).",
         "",
         "| link | mass (kg) | parts |",
         "| --- | --- | --- |",

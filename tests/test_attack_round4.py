@@ -14,8 +14,8 @@ from workbench.identification.drives import numbered_joints
 from workbench.identification.least_squares import check_determined
 from workbench.identification.torque_model import BaseParameters
 from workbench.models import urdf_path
+from workbench.models.urdf import load_robot
 from workbench.ocp import kinds
-from workbench.urdf import load_robot
 
 
 @pytest.fixture

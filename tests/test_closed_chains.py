@@ -31,9 +31,9 @@ from workbench.closed_chains.kinematics import check_assembly, mobility
 from workbench.closed_chains.model import ClosedChain, Closure
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.errors import WorkbenchError
+from workbench.models.urdf import write_urdf
 from workbench.testing import central_differences
 from workbench.testing.closed_chain_reference import closed_chain_functions, evaluate
-from workbench.urdf import write_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = {

@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.fivebar_design import FiveBarDesign
+from workbench.models.fivebar_design import FiveBarDesign
 from workbench.resources import shipped
 
 SHIPPED = shipped("models") / "fivebar" / "design.toml"

@@ -45,12 +45,12 @@ import pytest
 from workbench import config, models
 from workbench.closed_chains import read as read_closure_file
 from workbench.excitation.problem import read_problem
-from workbench.fivebar_design import FiveBarDesign
 from workbench.identification import drives as drive_files
+from workbench.models.fivebar_design import FiveBarDesign
+from workbench.models.urdf import load_urdf
 from workbench.ocp import kinds
 from workbench.recordings import recording
 from workbench.sweep.spec import Sweep
-from workbench.urdf import load_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "file_formats.md"
@@ -116,7 +116,7 @@ FORMATS = (
     ),
     Format(
         "Five-bar design file",
-        ("workbench/fivebar_design.py",),
+        ("workbench/models/fivebar_design.py",),
         ("models/fivebar/design.toml",),
         FiveBarDesign.from_toml,
     ),

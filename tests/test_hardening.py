@@ -26,10 +26,10 @@ from workbench.cli import build_parser, main
 from workbench.config import read_toml
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.io import MANIFEST_SUFFIX, results_directory
+from workbench.models.urdf import write_urdf
 from workbench.recordings import plausibility
 from workbench.recordings.log import Log
 from workbench.recordings.log_files import read_log, write_log
-from workbench.urdf import write_urdf
 from workbench.viz.report_page import report_page
 
 NO_STAGING = ".*.staging"

@@ -50,8 +50,8 @@ import workbench as wb
 from tests.conftest import problem_copy
 from workbench.cli import main
 from workbench.config import read_toml
-from workbench.urdf import with_mesh_inertias, write_urdf
-from workbench.urdf_check import MAX_JOINTS, check_urdf
+from workbench.models.urdf import with_mesh_inertias, write_urdf
+from workbench.models.urdf_check import MAX_JOINTS, check_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -388,13 +388,13 @@ def test_the_kernel_modules_are_every_module_with_kernels():
 
 @pytest.mark.slow  # compiles the mesh kernels: 12 s
 def test_a_cache_with_any_kernel_is_not_a_first_run(tmp_path):
-    """After one kernel module only has compiled (the mesh's, as `workbench.mesh` alone
+    """After one kernel module only has compiled (the mesh's, as `workbench.models.mesh` alone
     would), no command says "first run" any more: later compilations say it when they start."""
     env = os.environ | {"PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path)}
     ask = [sys.executable, "-c", "from workbench import runtime; print(runtime.cache_is_empty())"]
     assert subprocess.run(ask, env=env, capture_output=True, text=True).stdout == "True\n"
     cube = (
-        "import numpy as np, trimesh; from workbench.mesh import mass_properties; "
+        "import numpy as np, trimesh; from workbench.models.mesh import mass_properties; "
         "m = trimesh.creation.box(); mass_properties(m.vertices, m.faces, 1000.0)"
     )
     subprocess.run([sys.executable, "-c", cube], env=env, check=True, capture_output=True)
@@ -636,7 +636,7 @@ def test_sweep_grids_beyond_the_task_limit_are_refused(capsys, tmp_path, grid, m
 def test_neutral_placements_equal_pinocchio_kinematics():
     import pinocchio as pin
 
-    from workbench.placements import neutral_placements
+    from workbench.models.placements import neutral_placements
 
     model = wb.models.load_pinocchio("talos_upper_body")
     joints, frames = neutral_placements(model)
@@ -793,8 +793,8 @@ def test_excite_says_its_numbers_and_warns_at_the_iteration_limit(capsys, tmp_pa
 
 
 def test_pinocchio_data_beyond_memory_is_refused_before_allocation(tmp_path):
-    from workbench.pinocchio_conversion import load_urdf_model
-    from workbench.placements import create_data
+    from workbench.models.pinocchio_conversion import load_urdf_model
+    from workbench.models.placements import create_data
 
     urdf = tmp_path / "long.urdf"
     urdf.write_text(chain_urdf(600))  # Data would be 64 * 600^3 bytes = 13.8 GB
@@ -808,7 +808,7 @@ def test_pinocchio_data_beyond_memory_is_refused_before_allocation(tmp_path):
 
 def test_a_fifo_as_mesh_or_candidate_postures_file(tmp_path):
     from workbench.excitation.postures import read_postures
-    from workbench.mesh import mesh_file_properties
+    from workbench.models.mesh import mesh_file_properties
 
     pipe = tmp_path / "pipe.stl"
     os.mkfifo(pipe)

@@ -135,3 +135,17 @@ def test_recordings_and_the_identification_model_import_without_calibration():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_no_folder_holds_more_than_twenty_modules_or_five_thousand_lines():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rooms", ROOT / "tools" / "rooms.py")
+    rooms = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rooms)
+    crowded = {
+        package: size
+        for package, size in rooms.rooms(rooms.modules()).items()
+        if size[0] > 20 or size[1] > 5000
+    }
+    assert not crowded, f"folders over 20 modules or 5,000 lines: {crowded}"

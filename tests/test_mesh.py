@@ -304,7 +304,7 @@ def test_unreadable_mesh_file(tmp_path):
 
 
 def test_urdf_link_inertia_from_its_mesh(tmp_path):
-    from workbench.urdf import with_mesh_inertias
+    from workbench.models.urdf import with_mesh_inertias
 
     mesh = trimesh.creation.box(extents=[0.2, 0.05, 0.03])
     mesh.export(tmp_path / "link.stl")

@@ -37,10 +37,10 @@ from workbench.identification.drives import (
     simulator_terms,
 )
 from workbench.inertia import com_from_phi
-from workbench.mjcf import mjcf_string, realizable
 from workbench.models import urdf_path
-from workbench.pinocchio_conversion import load_urdf_model
-from workbench.urdf import write_urdf
+from workbench.models.mjcf import mjcf_string, realizable
+from workbench.models.pinocchio_conversion import load_urdf_model
+from workbench.models.urdf import write_urdf
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -27,7 +27,7 @@ from workbench.closed_chains.kinematics import (
     solve_passive,
     velocities,
 )
-from workbench.fivebar_design import FiveBarDesign
+from workbench.models.fivebar_design import FiveBarDesign
 from workbench.ocp.design import DesignSpace, DesignVariable
 from workbench.ocp.model_functions import model_callbacks
 from workbench.ocp.model_sx import knot_functions

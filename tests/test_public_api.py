@@ -17,6 +17,7 @@ PUBLIC = (
     "workbench.closed_chains",
     "workbench.excitation",
     "workbench.identification",
+    "workbench.models",
     "workbench.ocp",
     "workbench.recordings",
     "workbench.sweep",
@@ -61,3 +62,22 @@ def test_every_exported_name_resolves(package):
         assert getattr(module, name) is not None, f"{package}.{name}"
     with pytest.raises(AttributeError):
         module.no_such_name  # noqa: B018
+
+
+def test_a_name_moved_one_release_ago_still_resolves_with_a_deprecation_warning():
+    """``wb.load_urdf`` and ``wb.load_robot`` gave way to ``wb.load``; for one release they
+    resolve to the same functions, warning, and are not listed in ``__all__``."""
+    import warnings
+
+    import workbench as wb
+    from workbench.models import urdf
+
+    for name in ("load_urdf", "load_robot"):
+        assert name not in wb.__all__
+        with pytest.warns(
+            DeprecationWarning, match=rf"workbench\.{name} is deprecated.*use workbench\.load\("
+        ):
+            assert getattr(wb, name) is getattr(urdf, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert wb.load is wb.models.load and wb.urdf is urdf

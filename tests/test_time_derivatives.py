@@ -22,7 +22,7 @@ from workbench.dynamics.time_derivatives import (
     mass_matrix_derivatives,
     time_derivatives,
 )
-from workbench.pinocchio_conversion import shared_model
+from workbench.models.pinocchio_conversion import shared_model
 from workbench.testing.casadi_reference import inverse_dynamics_function
 
 ROBOTS = ("iiwa", "planar_2r", "talos_upper_body")

@@ -19,8 +19,8 @@ import workbench as wb
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.models import urdf_path
+from workbench.models.urdf import load_robot, reload_urdf, write_urdf
 from workbench.recordings.log_files import write_log
-from workbench.urdf import load_robot, reload_urdf, write_urdf
 
 TIAGO_ARM = ("torso_lift_joint", *(f"arm_left_{i}_joint" for i in range(1, 8)))
 PR2_ARM = (

@@ -9,7 +9,7 @@ derivatives and the moved-inertia derivative.
 The public API lives here::
 
     import workbench as wb
-    chain = wb.load_urdf("robot.urdf")
+    chain = wb.load("robot.urdf")  # or a model name: wb.load("iiwa")
     tau = wb.inverse_dynamics(chain, q, dq, ddq)
     d = wb.twist_derivatives(chain, q, dq, ddq)
 
@@ -35,39 +35,45 @@ _NAMES: dict[str, str | None] = {
     "identification": None,
     "inertia": None,
     "lie": None,
-    "mesh": None,
-    "mjcf": None,
+    "mesh": "workbench.models",
+    "mjcf": "workbench.models",
     "models": None,
     "ocp": None,
-    "pinocchio_conversion": None,
+    "pinocchio_conversion": "workbench.models",
     "recordings": None,
     "sweep": None,
     "testing": None,
-    "urdf": None,
+    "urdf": "workbench.models",
     "viz": None,
     "Chain": "workbench.chain",
     "coriolis_matrix": "workbench.dynamics.matrices",
     "flexible_joint_motor_trajectory": "workbench.dynamics.time_derivatives",
     "forward_dynamics_derivatives": "workbench.dynamics.derivatives",
     "forward_kinematics": "workbench.dynamics.kinematics",
-    "from_pinocchio": "workbench.pinocchio_conversion",
+    "from_pinocchio": "workbench.models.pinocchio_conversion",
     "gravity_torques": "workbench.dynamics.matrices",
     "identifiable_eta_basis": "workbench.eta",
     "inverse_dynamics": "workbench.dynamics.inverse_dynamics",
-    "load_robot": "workbench.urdf",
-    "load_urdf": "workbench.urdf",
+    "load": "workbench.models.catalog",
     "mass_matrix": "workbench.dynamics.matrices",
     "mass_matrix_derivatives": "workbench.dynamics.time_derivatives",
     "results_directory": "workbench.io",
     "rnea_derivatives": "workbench.dynamics.derivatives",
     "task_space_dynamics": "workbench.dynamics.matrices",
     "time_derivatives": "workbench.dynamics.time_derivatives",
-    "to_pinocchio": "workbench.pinocchio_conversion",
+    "to_pinocchio": "workbench.models.pinocchio_conversion",
     "torque_regressor": "workbench.dynamics.regressor",
     "twist_derivatives": "workbench.dynamics.derivatives",
-    "write_urdf": "workbench.urdf",
+    "write_urdf": "workbench.models.urdf",
+}
+_DEPRECATED = {  # moved names kept for one release (README, "Changes to the Python API")
+    "load_urdf": ("workbench.models.urdf", "workbench.load(path, tool_frame)"),
+    "load_robot": ("workbench.models.urdf", "workbench.load(path, tool_frame, joints=, locked=)"),
 }
 
 __all__, __getattr__ = exports(
-    __name__, _NAMES, ("WorkbenchError", "WorkbenchWarning", "errors", "__version__")
+    __name__,
+    _NAMES,
+    ("WorkbenchError", "WorkbenchWarning", "errors", "__version__"),
+    _DEPRECATED,
 )

@@ -10,10 +10,10 @@ base frame at q = 0.
 Besides the normal form, the chain remembers where each joint's own frame
 sits at q = 0 (``joint_frames``, the M_i of the URDF/Pinocchio description)
 and the joint axis in that frame, which is what
-:func:`workbench.pinocchio_conversion.to_pinocchio` and
-:func:`workbench.urdf.write_urdf` need to write a model back with the same
-joint types. Chains come from URDF files (:func:`workbench.urdf.load_urdf`),
-Pinocchio models (:func:`workbench.pinocchio_conversion.from_pinocchio`) or
+:func:`workbench.models.pinocchio_conversion.to_pinocchio` and
+:func:`workbench.models.urdf.write_urdf` need to write a model back with the same
+joint types. Chains come from URDF files (:func:`workbench.models.urdf.load_urdf`),
+Pinocchio models (:func:`workbench.models.pinocchio_conversion.from_pinocchio`) or
 names (:func:`workbench.models.load`).
 
 Joint twists are changed with ``eta`` ([Kwon] eq. 6, docs/conventions.md
@@ -69,7 +69,7 @@ class Reduction:
     ``locked`` holds (joint, value) pairs, the value in the joint's own unit
     (rad or m); every movable joint of the URDF that is not a joint of the
     chain is locked, as Pinocchio's reduced models do
-    (:func:`workbench.pinocchio_conversion.reduced_model`).
+    (:func:`workbench.models.pinocchio_conversion.reduced_model`).
     """
 
     urdf: str
@@ -378,7 +378,7 @@ def inertia_problem(phi: Array) -> str | None:
 def check_chain(chain: object, what: str = "chain") -> None:
     """Raise unless ``chain`` is a :class:`~workbench.chain.Chain` (naming the argument)."""
     if not isinstance(chain, Chain):
-        hint = " (load one with wb.models.load or wb.load_urdf)" if isinstance(chain, str) else ""
+        hint = " (load one with wb.load)" if isinstance(chain, str) else ""
         raise WorkbenchError(
             f"{what} must be a workbench Chain; got {type(chain).__name__} {chain!r:.60}{hint}"
         )

@@ -139,7 +139,7 @@ def set_compile_message(enabled: bool) -> None:
 
 # the modules that define kernels (with :data:`jit` or :data:`leaf`), under workbench/
 KERNEL_MODULES = (
-    "mesh.py",
+    "models/mesh.py",
     "dynamics/kernels.py",
     "dynamics/inverse_dynamics.py",
     "dynamics/derivatives.py",

@@ -32,7 +32,7 @@ from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.regressor import torque_regressor
 from workbench.dynamics.time_derivatives import time_derivatives
-from workbench.mesh import mass_properties
+from workbench.models.mesh import mass_properties
 from workbench.ocp import sx_compiler
 from workbench.ocp.model_functions import model_callbacks
 

@@ -14,8 +14,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-from workbench.fivebar_design import FiveBarDesign
 from workbench.io import atomic_write
+from workbench.models.fivebar_design import FiveBarDesign
 
 HERE = Path(__file__).resolve().parent
 COLOURS = {"arc": "#9aa7b8", "rotor": "#c0504d", "payload": "#4f81bd"}

@@ -25,8 +25,8 @@ from workbench.closed_chains.robot_folder import is_robot_folder, read_folder
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.exports import exports
+from workbench.models.urdf import load_urdf
 from workbench.resources import shipped
-from workbench.urdf import load_urdf
 
 # name -> closure file under the shipped models/ directory
 SHIPPED = {

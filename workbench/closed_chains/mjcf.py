@@ -1,6 +1,6 @@
 """Closed chains as MuJoCo MJCF models: the spanning tree plus equality constraints.
 
-The spanning tree is written by :func:`workbench.mjcf.mjcf_element` (bodies,
+The spanning tree is written by :func:`workbench.models.mjcf.mjcf_element` (bodies,
 joints, inertias, drive terms, a site per attached frame) with motors (gear 1)
 on the actuated joints only; each closure of the closure file becomes
 MuJoCo equality constraints between sites on its two frames A and B:
@@ -24,7 +24,7 @@ closure       MuJoCo
               closures are refused
 ============  ==========================================================
 
-MuJoCo refuses moving bodies without mass (:mod:`workbench.mjcf`). A cut
+MuJoCo refuses moving bodies without mass (:mod:`workbench.models.mjcf`). A cut
 revolute joint is a massless link closed by a ``rotation`` or ``weld``
 closure (the spherical five-bar's ``link_5``): it is folded, i.e. the
 massless link and its joint are left out and the closure becomes the joint
@@ -32,7 +32,7 @@ it stands for, a hinge between frame A's link and the massless link's
 parent about the joint's axis, two ``connect`` at points of that axis
 placed from the home configuration. The motion is the same (the massless
 link carries no inertia and its joint no torque). Massless links between
-two joints are folded by :mod:`workbench.mjcf`; any other massless link gets
+two joints are folded by :mod:`workbench.models.mjcf`; any other massless link gets
 MuJoCo's ``boundmass`` there, a valid file whose tiny body makes MuJoCo's
 closure at it soft (its constraint weight scales with the inverse mass).
 
@@ -61,7 +61,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from workbench import lie
-from workbench import mjcf as tree_mjcf
 from workbench.chain import REVOLUTE, Chain
 from workbench.closed_chains.kinematics import solve_passive
 from workbench.closed_chains.model import ClosedChain, Closure
@@ -69,7 +68,8 @@ from workbench.dynamics.kinematics import link_motion
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
 from workbench.lie import Array
-from workbench.mjcf import Coupling, Mesh, set_pose
+from workbench.models import mjcf as tree_mjcf
+from workbench.models.mjcf import Coupling, Mesh, set_pose
 
 # MuJoCo's equality constraints are soft: stiff ones (time constant SOLREF[0] s, impedance
 # SOLIMP) follow the project's rigid closures; MuJoCo needs timestep <= SOLREF[0] / 2
@@ -194,7 +194,7 @@ def mjcf_element(
 ) -> ET.Element:
     """The ``<mujoco>`` element of a closed chain (module docstring).
 
-    Arguments as in :func:`workbench.mjcf.mjcf_string`, per tree joint
+    Arguments as in :func:`workbench.models.mjcf.mjcf_string`, per tree joint
     (those of folded joints are dropped); the motors are the actuated joints.
     """
     tree = model.tree

@@ -67,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from workbench.identification.term_names import FURTHER_TERMS
     from workbench.io import check_output_file
-    from workbench.mjcf import MESH_FORMATS, Mesh, write_mjcf
-    from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
-    from workbench.urdf import link_meshes, write_urdf
+    from workbench.models.mjcf import MESH_FORMATS, Mesh, write_mjcf
+    from workbench.models.pinocchio_conversion import from_pinocchio, load_urdf_model
+    from workbench.models.urdf import link_meshes, write_urdf
 
     outputs = {"--mjcf": Path(args.mjcf)}
     if args.urdf:

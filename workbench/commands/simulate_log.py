@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from workbench import models
     from workbench.calibration.simulation.simulate import drive_truth, simulate_log
     from workbench.io import atomic_write_text
+    from workbench.models.urdf import write_urdf
     from workbench.recordings.log_files import write_log
-    from workbench.urdf import write_urdf
 
     out = _check_out(args)
     _check_options(args)
@@ -135,8 +135,8 @@ def _closed(args: argparse.Namespace, out) -> int:
     from workbench.calibration.problems.kinds import KINDS
     from workbench.errors import WorkbenchError
     from workbench.io import atomic_write_text
+    from workbench.models.urdf import write_urdf
     from workbench.recordings.log_files import write_log
-    from workbench.urdf import write_urdf
 
     closed = [k.name for k in KINDS.values() if k.closed_chains]
     if args.kind not in closed:

@@ -83,8 +83,8 @@ from workbench.dynamics.inverse_dynamics import (
     kernel_model,
 )
 from workbench.lie import Array, pinocchio_vector
-from workbench.pinocchio_conversion import shared_model
-from workbench.placements import create_data
+from workbench.models.pinocchio_conversion import shared_model
+from workbench.models.placements import create_data
 from workbench.runtime import jit, leaf, run_batched
 
 

@@ -29,8 +29,8 @@ from workbench import lie
 from workbench.arrays import as_samples, broadcast_samples, same_batch
 from workbench.chain import Chain
 from workbench.lie import Array
-from workbench.pinocchio_conversion import shared_model
-from workbench.placements import create_data
+from workbench.models.pinocchio_conversion import shared_model
+from workbench.models.placements import create_data
 
 
 def _per_sample(chain: Chain, fn: Callable, **arrays: ArrayLike) -> Array | tuple[Array, ...]:

@@ -15,7 +15,7 @@ exact state derivatives over the moving joints only
 (:class:`~workbench.excitation.information.TorqueColumns` of the full robot,
 contracted, then restricted to the moving joints), with the chain of the
 moving joints (the others locked at the posture,
-:func:`workbench.pinocchio_conversion.reduced_model`) for their limits and
+:func:`workbench.models.pinocchio_conversion.reduced_model`) for their limits and
 torques. The design maximises ``log det F`` (D-optimality) within position,
 velocity, acceleration and torque limits of the moving joints (rigid-body
 torques of the nominal model, no drive terms); the held joints' torques (they
@@ -70,7 +70,7 @@ from workbench.excitation.trajectory import FourierSpace
 from workbench.identification.drives import Drives
 from workbench.identification.torque_model import FROM_STANDARD, TorqueModel
 from workbench.lie import Array
-from workbench.pinocchio_conversion import from_pinocchio, reduced_model, to_pinocchio
+from workbench.models.pinocchio_conversion import from_pinocchio, reduced_model, to_pinocchio
 
 
 @dataclass(frozen=True, eq=False)

@@ -77,7 +77,7 @@ from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.identification.term_names import TERMS
 from workbench.lie import Array
-from workbench.mjcf import Coupling
+from workbench.models.mjcf import Coupling
 
 DEFAULT_TERMS = ("friction",)
 STRIBECK_EXPONENT = 1.0  # delta of exp(-(|dq| / vs)^delta)
@@ -264,9 +264,9 @@ def drive_torques(
 def simulator_terms(drives: Drives, values: dict[str, float]) -> dict[str, object]:
     """The drive parameters ``values`` (by name) as MuJoCo joint and tendon terms.
 
-    Keyword arguments of :func:`workbench.mjcf.mjcf_string`: per joint
+    Keyword arguments of :func:`workbench.models.mjcf.mjcf_string`: per joint
     ``armature`` (Ia), ``damping`` (fv) and ``frictionloss`` (fs); per coupled
-    motor k a :class:`~workbench.mjcf.Coupling` (a fixed tendon with
+    motor k a :class:`~workbench.models.mjcf.Coupling` (a fixed tendon with
     coefficients ``c = R_k / R_kk``) with ``Iam``, ``fvm`` and ``fsm``. The
     tendon adds ``Iam c c^T`` to the mass matrix, diagonal included, while
     ``Iam`` holds only the off-diagonal part (module docstring): the joints'

@@ -6,7 +6,7 @@ order) through a derivative the project computes:
 
 * ``arc_width`` (m): the four arcs grow wider by p; their "top" and
   "bottom" vertex groups move by +-p/2 along each arc's normal
-  (:class:`workbench.mesh.MeshShape`, mesh vertex derivatives of [Kwon]
+  (:class:`workbench.models.mesh.MeshShape`, mesh vertex derivatives of [Kwon]
   §4, eq. 15-28).
 * ``<part>_offset`` (m), part in ``payload``, ``rotor_1``, ``rotor_4``: the
   rigid part slides by p along its axis; its inertia is the moved inertia
@@ -33,9 +33,9 @@ from numpy.typing import ArrayLike
 from workbench import inertia
 from workbench.config import Section
 from workbench.errors import WorkbenchError
-from workbench.fivebar_design import TREE_LINKS, FiveBarDesign, Part
 from workbench.lie import Array
-from workbench.mesh import MeshShape, mass_properties
+from workbench.models.fivebar_design import TREE_LINKS, FiveBarDesign, Part
+from workbench.models.mesh import MeshShape, mass_properties
 from workbench.resources import shipped
 
 PLACEABLE = {"payload": 2, "rotor_1": 0, "rotor_4": 3}  # part -> index of its axis in w1..w5

@@ -94,7 +94,7 @@ Sections and keys (every key is checked; unknown keys are errors):
     locked, at its value in ``[model.locked]`` (joint = rad or m), else where
     a bag's joint states hold it still, else at zero,
     and the calibrated model is written back as the whole robot
-    (:func:`workbench.urdf.load_robot`). Without ``joints``, the joints of a
+    (:func:`workbench.models.urdf.load_robot`). Without ``joints``, the joints of a
     ``columns`` table (joint = "column") are the calibrated ones; a
     ``columns`` list follows the order of ``joints`` (else the model's).
     ``terms``: torque-model terms (:mod:`workbench.identification.drives`):

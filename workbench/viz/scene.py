@@ -28,8 +28,8 @@ from numpy.typing import NDArray
 
 from workbench.config import check_memory
 from workbench.errors import WorkbenchError
-from workbench.placements import create_data
-from workbench.urdf_check import check_urdf, parse_quietly
+from workbench.models.placements import create_data
+from workbench.models.urdf_check import check_urdf, parse_quietly
 
 Array = NDArray[np.float64]
 

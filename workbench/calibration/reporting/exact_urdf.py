@@ -19,7 +19,7 @@ import numpy as np
 
 from workbench.chain import Chain, impossible_inertias
 from workbench.errors import WorkbenchError, WorkbenchWarning
-from workbench.urdf import reload_urdf, urdf_string
+from workbench.models.urdf import reload_urdf, urdf_string
 
 URDF_TOLERANCE = 1e-9  # largest difference between the model and its URDF read back
 

@@ -18,7 +18,7 @@ w3 at the distal radius and link 3 from w3 to w5 one cross-section further
 out (so the two distal arcs do not intersect). Each motor carries a rotor
 (a solid cylinder on its axis, rigidly fixed to the proximal link it
 drives) and link 3 carries a cylindrical payload on w3. Inertias come from
-the meshes through :mod:`workbench.mesh`.
+the meshes through :mod:`workbench.models.mesh`.
 
 The spanning tree keeps all five joints: (1, 2, 3) on the first branch and
 (4, 5) on the second, in that order, with link 5 massless after joint 5.
@@ -42,8 +42,8 @@ from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.io import atomic_write
 from workbench.lie import Array
-from workbench.mesh import mass_properties
-from workbench.urdf import write_urdf
+from workbench.models.mesh import mass_properties
+from workbench.models.urdf import write_urdf
 
 TREE_LINKS = ("link_1", "link_2", "link_3", "link_4", "link_5")
 TREE_JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5")

@@ -1,10 +1,10 @@
 """URDF files: a Chain from a URDF, a Chain written as URDF, link inertias from meshes.
 
 :func:`load_urdf` reads through Pinocchio's parser
-(:mod:`workbench.pinocchio_conversion`); :func:`write_urdf` writes joint
+(:mod:`workbench.models.pinocchio_conversion`); :func:`write_urdf` writes joint
 origins, axes, limits, inertials, friction and attached frames so that
 Pinocchio loads the same model back; :func:`with_mesh_inertias` rewrites a
-URDF's inertials from its meshes (:mod:`workbench.mesh`).
+URDF's inertials from its meshes (:mod:`workbench.models.mesh`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from workbench import inertia, lie
 from workbench.chain import REVOLUTE, Chain, Reduction, inertia_problem
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.io import atomic_write_text, check_not_input
-from workbench.mesh import mesh_file_properties
-from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model, reduced_model
+from workbench.models.mesh import mesh_file_properties
+from workbench.models.pinocchio_conversion import from_pinocchio, load_urdf_model, reduced_model
 
 _LARGEST = np.finfo(float).max
 
@@ -149,7 +149,7 @@ def load_robot(
     continuous or prismatic); every other movable joint (wheels, a floating
     or planar root, head, grippers) is locked at its ``locked`` value, where
     a log ``held`` it still, at the mimic relation's value, or at zero
-    (:func:`workbench.pinocchio_conversion.reduced_model`). The chain
+    (:func:`workbench.models.pinocchio_conversion.reduced_model`). The chain
     remembers the URDF and the locked values (``chain.reduction``), so that
     :func:`write_urdf` writes the whole robot back. The default tool is the
     last frame fixed to the last joint's link (not through a locked joint).
@@ -406,7 +406,7 @@ def with_mesh_inertias(
     For each link in ``links`` (default: every link with a ``source``
     ("visual" or "collision") mesh) the meshes are read with their
     ``scale`` and ``<origin>``, their mass properties computed at
-    ``density`` (kg/m^3, or per link name) by :mod:`workbench.mesh` and
+    ``density`` (kg/m^3, or per link name) by :mod:`workbench.models.mesh` and
     summed, and the link's ``<inertial>`` block replaced. Mesh filenames
     are resolved relative to the URDF's directory; ``package://name/...``
     against ``package_dirs`` (directories that contain ``name``). Returns

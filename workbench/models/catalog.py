@@ -24,8 +24,8 @@ refused with a message naming the new names (:data:`RETIRED`).
 A whole robot (any URDF: continuous joints, mimic joints, a floating or
 planar root, wheels) is cut to the joints named in ``joints``, every other
 movable joint locked at its ``locked`` value or zero
-(:func:`workbench.urdf.load_robot`); the chain writes back as the whole
-robot (:func:`workbench.urdf.write_urdf`).
+(:func:`workbench.models.urdf.load_robot`); the chain writes back as the whole
+robot (:func:`workbench.models.urdf.write_urdf`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from pathlib import Path
 
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
-from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model
+from workbench.models.pinocchio_conversion import from_pinocchio, load_urdf_model
+from workbench.models.urdf import load_robot
 from workbench.resources import shipped
-from workbench.urdf import load_robot
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from workbench import inertia, lie
 from workbench.chain import PRISMATIC, REVOLUTE, Chain, Frame, check_inertias
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.placements import neutral_placements
-from workbench.urdf_check import check_urdf, parse_quietly
+from workbench.models.placements import neutral_placements
+from workbench.models.urdf_check import check_urdf, parse_quietly
 
 _JOINTS = {
     "JointModelRX": (REVOLUTE, (1.0, 0.0, 0.0)),
@@ -228,7 +228,7 @@ def shared_model(chain: Chain):
 def load_urdf_model(path: str | os.PathLike):
     """A fixed-base Pinocchio model from a URDF file, with errors that name the file.
 
-    The file is checked first (:func:`workbench.urdf_check.check_urdf`: finite
+    The file is checked first (:func:`workbench.models.urdf_check.check_urdf`: finite
     numbers, one tree, a bounded joint count) and urdfdom's console output is
     captured, not printed.
     """
