@@ -33,7 +33,7 @@ from timing import machine, row
 from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import forward_dynamics
 from workbench.closed_chains.kinematics import solve_passive, velocities
-from workbench.pinocchio_conversion import to_pinocchio
+from workbench.models.pinocchio_conversion import to_pinocchio
 from workbench.resources import shipped
 
 FOLDERS = [shipped("models") / "parallel_robots" / name

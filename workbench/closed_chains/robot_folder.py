@@ -48,7 +48,7 @@ from workbench.closed_chains.kinematics import Closures, check_assembly
 from workbench.closed_chains.model import ClosedChain, Closure
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
-from workbench.pinocchio_conversion import from_pinocchio
+from workbench.models.pinocchio_conversion import from_pinocchio
 
 YAML_NAME = "robot.yaml"
 URDF_NAME = "robot.urdf"

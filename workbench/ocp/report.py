@@ -24,8 +24,8 @@ import numpy as np
 
 from workbench.closed_chains.model import ClosedChain
 from workbench.closed_chains.robot_folder import is_robot_folder
+from workbench.models.urdf import urdf_string
 from workbench.ocp.problem import ReachProblem, ReachResult
-from workbench.urdf import urdf_string
 from workbench.viz import plots, viewer
 from workbench.viz.report_page import write_report_page
 from workbench.viz.scene import Robot
