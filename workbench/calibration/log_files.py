@@ -268,7 +268,9 @@ def _check_header(table: Table, chain: Chain, require: tuple[str, ...]) -> dict[
 def _check_required(log: Log, require: tuple[str, ...]) -> None:
     if "tau" in require and log.tau is None:
         raise WorkbenchError(f"{log.source}: this calibration needs joint torques; none are logged")
-    if "position" in require and not any(m.position is not None for m in log.measured_markers()):
+    measured = any(m.position is not None for m in log.measured_markers())
+    if "position" in require and not (measured or log.fixtures):
         raise WorkbenchError(
-            f"{log.source}: this calibration needs measured tool or marker positions; none logged"
+            f"{log.source}: this calibration needs measured tool or marker positions, or "
+            "fixtures; none logged"
         )
