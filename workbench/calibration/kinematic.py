@@ -318,14 +318,19 @@ class KinematicProblem:
             model, chain=chain, device=device, placements=frames, coordinates=coordinates,
             fixtures=states,
         )  # fmt: skip
-        if self.parameters == "offsets":
+        if self.parameters == "offsets":  # prior's offset column of j at the moved model
+            chain = model.chain
+            after = chain.ancestors[:, chain.parents.clip(0)] & (chain.parents >= 0)[None]
+            carried = np.array([np.isin(np.arange(n), path) for path in self._paths(chain)])
             for j in np.flatnonzero(step):
-                P, _ = self.prior(moved)
-                one = P[:, d + j] * step[j]
+                twist = moved.chain.twists[j] * step[j]
+                eta = np.zeros((n + 1, 6))
+                eta[:n][after[j]] = twist
+                placements = moved.placements.copy()
+                on = carried[:, j] if carried.size else np.zeros(0, bool)
+                placements[on] = lie.exp_se3(twist) @ placements[on]
                 moved = replace(
-                    moved,
-                    chain=moved.chain.with_eta(np.concatenate([one[: 6 * n], np.zeros(6)])),
-                    placements=lie.exp_se3(one[6 * n + d : w].reshape(-1, 6)) @ moved.placements,
+                    moved, chain=moved.chain.with_eta(eta.ravel()), placements=placements
                 )
         return moved
 
@@ -336,12 +341,18 @@ class KinematicProblem:
         eta block of every joint after j and on the frame of every marker
         after j (``offsets``, at the current twists, so that steps add up
         exactly); the twist-changing eta directions at the current twists
-        (``twists``).
+        (``twists``). A marker whose rotation is not measured moves by
+        translations only (its rotation is unseen and stays the nominal's).
+        Then the fixtures' steps, independent like the markers'.
         """
         chain = model.chain
         n = chain.n
         d, m = self.sizes
-        m += fx.STEP * len(self.fixtures)  # the fixtures' steps, independent like the markers'
+        m += fx.STEP * len(self.fixtures)
+        frames = np.eye(d + m)  # device, markers and fixtures: their own directions
+        unseen = [6 * k + d + a for k, mk in enumerate(self.markers) if mk.rotation is None
+                  for a in range(3)]  # fmt: skip
+        frames = np.delete(frames, unseen, axis=1)
         if self.parameters == "offsets":
             joints = np.zeros((6 * n + d + m, n))
             after = chain.ancestors[:, chain.parents.clip(0)] & (chain.parents >= 0)[None]
@@ -351,16 +362,16 @@ class KinematicProblem:
             for k, path in enumerate(self._paths(chain)):
                 for j in path:
                     joints[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6, j] = chain.twists[j]
-            frames = np.zeros((6 * n + d + m, d + m))
-            frames[6 * n :] = np.eye(d + m)
-            return np.hstack([frames[:, :d], joints, frames[:, d:]]), d
+            placed = np.zeros((6 * n + d + m, frames.shape[1]))
+            placed[6 * n :] = frames
+            return np.hstack([placed[:, :d], joints, placed[:, d:]]), d
         joints = np.zeros((6 * n, 0))
         if self.parameters == "twists":
             joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
         k = joints.shape[1]
-        P = np.zeros((6 * n + d + m, k + d + m))  # joints, device and markers block-diagonal
+        P = np.zeros((6 * n + d + m, k + frames.shape[1]))  # joints, the rest block-diagonal
         P[: 6 * n, :k] = joints
-        P[6 * n :, k:] = np.eye(d + m)
+        P[6 * n :, k:] = frames
         order = np.r_[k : k + d, :k, k + d : P.shape[1]]  # device first (preferred)
         return P[:, order], d
 
@@ -496,7 +507,8 @@ class KinematicProblem:
             for seen, job in zip(self._seen, jobs, strict=True):
                 grid = np.zeros(job[6].shape)
                 size = int(seen.sum()) * grid.shape[1]
-                grid[seen] = np.sqrt(weights[offset : offset + size]).reshape(-1, grid.shape[1])
+                if size:
+                    grid[seen] = np.sqrt(weights[offset : offset + size]).reshape(seen.sum(), -1)
                 sqrt_w.append(grid)
                 offset += size
         factors: list[tuple[int, Array, Array]] = []
@@ -524,8 +536,9 @@ class KinematicProblem:
             J = np.concatenate(
                 [job[7][s].reshape(-1, p) for job, s in zip(jobs, seen, strict=True)]
             )
-            J = np.pad(J, ((0, 0), (0, J_fixed.shape[1] - p))) if self.fixtures else J
-            return Linearisation(np.concatenate([r, r_fixed]), J=np.vstack([J, J_fixed]))
+            if self.fixtures:
+                J = np.vstack([np.pad(J, ((0, 0), (0, J_fixed.shape[1] - p))), J_fixed])
+            return Linearisation(np.concatenate([r, r_fixed]), J=J)
         if not fold:
             return Linearisation(np.concatenate([r, r_fixed]))
         factors.sort(key=lambda f: f[0])
@@ -669,6 +682,7 @@ def calibrate_kinematic(
     max_iterations: int = 50,
     rotation_weight: float | None = None,
     progress: bool = False,
+    frames: KinematicFit | None = None,
 ) -> KinematicFit:
     """Estimate eta, the device frame and marker frames by LM with the analytic Jacobian.
 
@@ -677,11 +691,13 @@ def calibrate_kinematic(
     intersecting axes may see fewer directions than the perturbed one).
     ``loss``/``f_scale`` select a robust loss (IRLS).
     ``rotation_weight`` (m/rad): None estimates it when rotations are
-    measured (module docstring); a number fixes it.
+    measured (module docstring); a number fixes it. ``frames``: the ``frames``
+    candidate already fitted on the same problem with the same settings, where
+    the joints start from (else it is fitted first).
     """
     weight = 1.0 if rotation_weight is None else rotation_weight
     problem = replace(problem, rotation_weight=weight)
-    fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress)
+    fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress, frames)
     if rotation_weight is None and problem.has_rotation and len(problem) > 1:
         estimated = _rotation_weight(problem, fit.model)
         if estimated is not None:
@@ -731,10 +747,12 @@ def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> 
     )
 
 
-def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> KinematicFit:
+def _solve(
+    chain, problem, loss, f_scale, rtol, max_iterations, progress, frames=None
+) -> KinematicFit:
     start = problem.start(chain)
     if problem.parameters != "frames":  # the joints move from the frames' best fit on
-        frames = _solve(
+        frames = frames or _solve(
             chain, replace(problem, parameters="frames", ridge=0.0), loss, f_scale, rtol,
             max_iterations, progress,
         )  # fmt: skip

@@ -40,9 +40,8 @@ import os
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import savgol_filter
 
-from workbench.calibration import bags, plausibility, recording
+from workbench.calibration import bags, plausibility, recording, signals
 from workbench.calibration.clock import resample, uniform_clock
 from workbench.calibration.log import Defaults, Log, Marker
 from workbench.calibration.tables import DroppedRow, Table, read_header, read_table, write_table
@@ -211,7 +210,8 @@ def savgol_derivatives(
             f"{order} and at most the number of samples {q.shape[0]}"
         )
     kw = dict(window_length=window, polyorder=order, delta=period, axis=0, mode="interp")
-    return savgol_filter(q, deriv=1, **kw), savgol_filter(q, deriv=2, **kw)
+    savgol = signals.scipy_signal().savgol_filter
+    return savgol(q, deriv=1, **kw), savgol(q, deriv=2, **kw)
 
 
 def write_log(path: str | os.PathLike, log: Log) -> Path:
