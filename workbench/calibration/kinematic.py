@@ -406,21 +406,32 @@ class KinematicProblem:
             markers[:, 3:] = model.placements[:, :3, 3]
             steps = fx.scale_steps(self._kinds, model.fixtures)
             held.append(np.concatenate([eta, markers.ravel(), steps]))
-        effect_held = self._effect(chain, np.stack(held, axis=1))
-        effect = self._effect(chain, P)
+        effect_held = self._effect(model, np.stack(held, axis=1))
+        effect = self._effect(model, P)
         Q = np.linalg.qr(effect_held)[0]
         rest = effect - Q @ (Q.T @ effect)  # what of each step is not a gauge motion
         _, s, Vt = np.linalg.svd(rest / np.linalg.norm(effect, axis=0), full_matrices=True)
         rank = int(np.sum(s > 1e-9 * s[0]))
         return Vt[:rank].T
 
-    @staticmethod
-    def _effect(chain: Chain, X: Array) -> Array:
-        """Effects of steps X (p, c): twist changes ``-ad_{A_j} eta_j`` (eq. 8), the rest as is."""
+    def _effect(self, model: KinematicModel, X: Array) -> Array:
+        """Effects of steps X (p, c): twist changes ``-ad_{A_j} eta_j`` (eq. 8), the marker
+        frame's motion (of its origin, ``v + omega x t``, when its rotation is not measured),
+        the device's and fixtures' steps as they are."""
+        chain = model.chain
         n = chain.n
-        out = X.copy()
-        out[: 6 * n] = np.einsum("nij,njc->nic", -lie.ad(chain.twists), X[: 6 * n].reshape(n, 6, -1)).reshape(6 * n, -1)
-        return out
+        d, _ = self.sizes
+        X = X.reshape(X.shape[0], -1)
+        parts = [np.einsum("nij,njc->nic", -lie.ad(chain.twists), X[: 6 * n].reshape(n, 6, -1))
+                 .reshape(6 * n, -1), X[6 * n : 6 * n + d]]  # fmt: skip
+        for k, marker in enumerate(self.markers):
+            block = X[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6]
+            if marker.rotation is None:
+                t = model.placements[k, :3, 3]
+                block = block[3:] + np.cross(block[:3].T, t).T
+            parts.append(block)
+        parts.append(X[self.width(chain) :])
+        return np.concatenate(parts)
 
     def coordinate_jacobian(self, model: KinematicModel, linear: Linearisation) -> Array:
         """``d coordinates / d delta`` (k, p) at ``model`` (:class:`KinematicModel`): offsets
