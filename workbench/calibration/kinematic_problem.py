@@ -26,7 +26,7 @@ from workbench.errors import WorkbenchError
 from workbench.eta import twist_covariance
 from workbench.lie import Array
 
-RIDGES = (0.0, 1e-6, 1e-4, 1e-2, 1.0)  # the ridge weights auto tries (KinematicProblem.ridge)
+RIDGES = (0.0, 1e-4, 1e-2, 1.0)  # the ridge weights auto tries (KinematicProblem.ridge)
 
 
 @dataclass(frozen=True)
