@@ -102,7 +102,9 @@ def table(robot: str, folder: Path) -> dict:
 
 
 def main(robots: list[str]) -> None:
-    print("| robot | spread mm | distance error mm | nominal spread / distance | MUKCa | command s |")
+    print(
+        "| robot | spread mm | distance error mm | nominal spread / distance | MUKCa | command s |"
+    )
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for robot in robots:
@@ -116,11 +118,8 @@ def main(robots: list[str]) -> None:
             s, d, ns, nd = result["mean_mm"]
             ms, md = MUKCA[robot]
             times = ", ".join(f"{t:.1f}" for t in result["times_s"])
-            print(
-                f"| {robot} | {s:.3f} | {d:.3f} | {ns:.3f} / {nd:.3f} | {ms} / {md} | {times} |"
-            )
+            print(f"| {robot} | {s:.3f} | {d:.3f} | {ns:.3f} / {nd:.3f} | {ms} / {md} | {times} |")
 
 
 if __name__ == "__main__":
     main(sys.argv[1:] or list(ROBOTS))
-

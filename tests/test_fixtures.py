@@ -112,7 +112,7 @@ def test_fixtures_recovered_exactly(iiwa, scene):
     """Noise-free sockets and plane: the residuals vanish, the sockets are 50 mm apart, and
     the ball in 30 configurations never seen is where the truth puts it, up to the world
     placement (all distances between the predicted centres equal the truth's to 1e-9 m)."""
-    truth, model, _, _, (c0, c1, normal, offset) = scene
+    _, model, _, _, (c0, c1, normal, offset) = scene
     problem = KinematicProblem.from_log(fixture_log(scene))
     fit = calibrate_kinematic(iiwa, problem)
     assert np.abs(problem.residual(fit.model)).max() < 1e-10
@@ -190,7 +190,7 @@ def test_residual_jacobian_matches_central_differences(iiwa, scene):
     differences of the residuals through the problem's own steps."""
     problem = KinematicProblem.from_log(fixture_log(scene))
     model = problem.start(iiwa)
-    r, J = problem.evaluate(model)
+    _, J = problem.evaluate(model)
     P, _ = problem.prior(model)
     rng = np.random.default_rng(1)
     for direction in P[:, rng.choice(P.shape[1], 12, replace=False)].T:

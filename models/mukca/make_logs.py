@@ -1,4 +1,4 @@
-"""Write the MUKCa sockets as logs this project reads: one CSV and one description per tool position.
+"""Write the MUKCa sockets as logs this project reads: a CSV and a description per tool position.
 
 MUKCa stores ``data/<robot>/<tool position>/hole_{0,1}.csv`` without a header
 (one configuration per row, radians, joints from base to flange). This script

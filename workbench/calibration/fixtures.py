@@ -80,7 +80,11 @@ def retract(kinds: Sequence[str], states: Array, step: Array) -> Array:
         angle = np.linalg.norm(t)
         if angle > 0:  # Rodrigues on the unit normal
             k = t / angle
-            n = n * np.cos(angle) + np.cross(k, n) * np.sin(angle) + k * (k @ n) * (1 - np.cos(angle))
+            n = (
+                n * np.cos(angle)
+                + np.cross(k, n) * np.sin(angle)
+                + k * (k @ n) * (1 - np.cos(angle))
+            )
         out[f] = [*(n / np.linalg.norm(n)), states[f, 3] + s[2]]
     return out
 

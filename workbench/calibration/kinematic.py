@@ -401,7 +401,9 @@ class KinematicProblem:
             ad = -lie.ad(chain.twists)  # (n, 6, 6)
             twist_scale = np.zeros_like(chain.twists)
             twist_scale[:, 3:] = chain.twists[:, 3:]
-            eta = np.concatenate([np.linalg.pinv(a) @ v for a, v in zip(ad, twist_scale)])
+            eta = np.concatenate(
+                [np.linalg.pinv(a) @ v for a, v in zip(ad, twist_scale, strict=True)]
+            )
             markers = np.zeros((M, 6))
             markers[:, 3:] = model.placements[:, :3, 3]
             steps = fx.scale_steps(self._kinds, model.fixtures)

@@ -97,7 +97,7 @@ class KinematicCalibrationProblem(SampleBlocks):
         self.times = log.t
         self.rotation_weight = options.rotation_weight or 1.0
         self._nominal_fit = None
-        self._frames: dict = {}  # the frames fit per training rows (KinematicCalibrationProblem.fit)
+        self._frames: dict = {}  # the frames fit per training rows (fit)
         if options.rotation_weight is None and self.problem.has_rotation:
             self._nominal_fit = self._calibrate(
                 replace(self.problem, parameters="frames"), rotation_weight=None
@@ -317,7 +317,9 @@ class KinematicCalibrationProblem(SampleBlocks):
                 stds = np.sqrt(np.clip([*np.diag(cov_n), cov[2, 2]], 0.0, None))
                 names = ("nx", "ny", "nz", "d")
             for name, value, sd in zip(names, values, stds, strict=True):
-                rows.append((f"fixture_{fixture.name}_{name}", float(value), relative_std(sd, value)))
+                rows.append(
+                    (f"fixture_{fixture.name}_{name}", float(value), relative_std(sd, value))
+                )
         return rows
 
     def chain(self, fit) -> Chain:

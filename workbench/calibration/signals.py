@@ -31,9 +31,8 @@ Arrays carry time on axis 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 import importlib
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -142,7 +142,8 @@ def plot_residuals(
     fig = Figure(figsize=FIGSIZE, layout="constrained")
     top, bottom = fig.subplots(2, 1)
     rms = {
-        name: np.sqrt(np.nanmean(r**2, axis=0)) for name, r in (("before", before), ("after", after))
+        name: np.sqrt(np.nanmean(r**2, axis=0))
+        for name, r in (("before", before), ("after", after))
     }
     _grouped_bars(top, labels, rms)
     if all(np.all(v > 0) for v in rms.values()):
