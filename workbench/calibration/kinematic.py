@@ -318,20 +318,20 @@ class KinematicProblem:
             model, chain=chain, device=device, placements=frames, coordinates=coordinates,
             fixtures=states,
         )  # fmt: skip
-        if self.parameters == "offsets":  # prior's offset column of j at the moved model
-            chain = model.chain
-            after = chain.ancestors[:, chain.parents.clip(0)] & (chain.parents >= 0)[None]
-            carried = np.array([np.isin(np.arange(n), path) for path in self._paths(chain)])
-            for j in np.flatnonzero(step):
-                twist = moved.chain.twists[j] * step[j]
-                eta = np.zeros((n + 1, 6))
-                eta[:n][after[j]] = twist
-                placements = moved.placements.copy()
-                on = carried[:, j] if carried.size else np.zeros(0, bool)
-                placements[on] = lie.exp_se3(twist) @ placements[on]
-                moved = replace(
-                    moved, chain=moved.chain.with_eta(eta.ravel()), placements=placements
-                )
+        if self.parameters == "offsets":  # q + o: link i moves by L_i = L_parent E_i, E_i =
+            chain = moved.chain  # exp(A_i o_i) (the product of exponentials at q = o)
+            E = lie.exp_se3(chain.twists * step[:, None])
+            L = np.empty((n, 4, 4))
+            for i, parent in enumerate(chain.parents):
+                L[i] = E[i] if parent < 0 else L[parent] @ E[i]
+            by_link = np.concatenate([np.eye(4)[None], L])  # index link + 1 (base: -1)
+            eta = np.zeros((n + 1, 6))
+            eta[:n] = lie.log_se3(by_link[chain.parents + 1])  # a joint moves with its parent
+            links = np.array([_parent(chain, m) for m in self.markers], dtype=np.int64)
+            moved = replace(
+                moved, chain=chain.with_eta(eta.ravel()),
+                placements=by_link[links + 1] @ moved.placements,
+            )  # fmt: skip
         return moved
 
     def prior(self, model: KinematicModel) -> tuple[Array, int]:
