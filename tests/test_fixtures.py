@@ -8,6 +8,7 @@ found by Newton's method on Pinocchio's forward kinematics of that URDF.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -198,3 +199,95 @@ def test_residual_jacobian_matches_central_differences(iiwa, scene):
         plus = problem.residual(problem.retract(model, h * direction))
         minus = problem.residual(problem.retract(model, -h * direction))
         assert np.allclose((plus - minus) / (2 * h), J @ direction, rtol=1e-6, atol=1e-7)
+
+
+def test_fixtures_with_a_measured_marker(iiwa, scene):
+    """Sockets and plane together with a marker on link 4 measured in the base frame: nothing
+    is a gauge any more, and the fixtures come out where the truth has them (1e-9 m)."""
+    _, model, Q, _, (c0, c1, normal, offset) = scene
+    log = fixture_log(scene)
+    data = model.model.createData()
+    link4 = model.model.getFrameId(iiwa.link_names[3])
+    elbow = []
+    for q in Q:
+        pin.framesForwardKinematics(model.model, data, q)
+        elbow.append(data.oMf[link4].act(np.array([0.05, -0.07, 0.02])))
+    markers = (*log.markers, Marker("elbow", iiwa.link_names[3], np.array(elbow)))
+    problem = KinematicProblem.from_log(replace(log, markers=markers))
+    assert problem.measured and problem.device_known
+    fit = calibrate_kinematic(iiwa, problem)
+    assert np.abs(problem.residual(fit.model)).max() < 1e-10
+    states = fit.model.fixtures
+    assert np.abs(states[0, :3] - c0).max() < 1e-9
+    assert np.abs(states[1, :3] - c1).max() < 1e-9
+    assert np.abs(states[2] - [*normal, offset]).max() < 1e-9
+    Q_new = HOME + np.random.default_rng(4).normal(scale=0.6, size=(20, 7))
+    assert np.abs(predicted_balls(problem, fit, Q_new) - model.balls(Q_new)).max() < 1e-9
+
+
+DESCRIPTION = """\
+[positions]
+file = "log.csv"
+unit = "rad"
+columns = ["a1", "a2", "a3", "a4", "a5", "a6", "a7"]
+[[markers]]
+name = "ball"
+frame = "{frame}"
+[[fixtures]]
+name = "socket_0"
+type = "point"
+marker = "ball"
+column = "socket"
+value = 0
+[[fixtures]]
+name = "table"
+type = "{second}"
+marker = "{marker}"
+column = "socket"
+value = {value}
+[[distances]]
+between = ["socket_0", "{other}"]
+value = 50
+unit = "mm"
+"""
+
+
+def write_description(tmp_path, iiwa, **keys) -> tuple:
+    keys = {"frame": iiwa.tool_name, "second": "point", "marker": "ball", "value": 1,
+            "other": "table"} | keys  # fmt: skip
+    q = np.random.default_rng(0).normal(scale=0.3, size=(6, 7))
+    rows = np.hstack([[[0], [0], [0], [1], [1], [2]], q])
+    header = "socket," + ",".join(f"a{i}" for i in range(1, 8))
+    np.savetxt(tmp_path / "log.csv", rows, delimiter=",", header=header, comments="")
+    path = tmp_path / "log.toml"
+    path.write_text(DESCRIPTION.format(**keys))
+    return path, q
+
+
+def test_a_description_with_fixtures_reads_as_described(iiwa, tmp_path):
+    path, q = write_description(tmp_path, iiwa)
+    log = wb.calibration.read_log(path, iiwa)
+    assert [f.name for f in log.fixtures] == ["socket_0", "table"]
+    assert log.fixtures[0].rows.tolist() == [True, True, True, False, False, False]
+    assert log.fixtures[1].rows.tolist() == [False, False, False, True, True, False]
+    assert log.distances[0].between == ("socket_0", "table")
+    assert log.distances[0].value == pytest.approx(0.05)
+    assert log.markers[0].position is None and log.markers[0].rotation is None
+    assert np.array_equal(log.q, q)
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"marker": "pen"}, "is not a [[markers]] name"),
+        ({"second": "plane"}, "is not a point fixture"),
+        ({"value": 7}, "no row of"),
+        ({"other": "socket_0"}, "names one fixture twice"),
+        ({"second": "cylinder"}, "must be one of"),
+        ({"frame": "nowhere"}, "unknown frame"),
+    ],
+)
+def test_bad_fixtures_are_refused_naming_them(iiwa, tmp_path, keys, message):
+    path, _ = write_description(tmp_path, iiwa, **keys)
+    with pytest.raises(wb.WorkbenchError, match=re.escape(message)):
+        wb.calibration.read_log(path, iiwa)
