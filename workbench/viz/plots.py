@@ -142,7 +142,7 @@ def plot_residuals(
     fig = Figure(figsize=FIGSIZE, layout="constrained")
     top, bottom = fig.subplots(2, 1)
     rms = {
-        name: np.sqrt(np.nanmean(r**2, axis=0))
+        name: np.sqrt(np.nansum(r**2, axis=0) / _counts(r))
         for name, r in (("before", before), ("after", after))
     }
     _grouped_bars(top, labels, rms)
@@ -244,6 +244,13 @@ def _time_series(
     if x.shape[0] != t.shape[0]:
         raise WorkbenchError(f"{what} has {x.shape[0]} samples but t has {t.shape[0]}")
     return t, x
+
+
+def _counts(x: Array) -> Array:
+    """Finite entries per column, NaN for a column without any (it gets no bar)."""
+    counts = np.isfinite(x).sum(axis=0).astype(float)
+    counts[counts == 0] = np.nan
+    return counts
 
 
 def _matrix(x: ArrayLike, what: str, width: int | None, missing: bool = False) -> Array:
