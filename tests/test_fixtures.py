@@ -16,9 +16,9 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
-from workbench.calibration.log import Distance, Fixture, Log, Marker
-from workbench.calibration.simulate import perturbed_truth
+from workbench.calibration.fitting.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.simulation.simulate import perturbed_truth
+from workbench.recordings.log import Distance, Fixture, Log, Marker
 
 BALL = np.array([0.02, -0.015, 0.06])  # the ball's centre in the flange frame (m)
 HOME = np.array([0.3, 0.7, -0.2, -1.3, 0.2, 0.9, 0.4])

@@ -18,13 +18,13 @@ import pinocchio as pin
 import pytest
 
 from workbench import models
-from workbench.calibration.exact_urdf import calibrated_urdf
-from workbench.calibration.kinematic_problem import Candidate, KinematicCalibrationProblem
-from workbench.calibration.log_files import read_log
-from workbench.calibration.problem import Options
-from workbench.calibration.recording import described_joints
+from workbench.calibration.problems.kinematic_problem import Candidate, KinematicCalibrationProblem
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.reporting.exact_urdf import calibrated_urdf
 from workbench.calibration.run import Request, run_calibration
 from workbench.errors import WorkbenchWarning
+from workbench.recordings.log_files import read_log
+from workbench.recordings.recording import described_joints
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

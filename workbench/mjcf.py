@@ -12,7 +12,7 @@ limits as ``ctrlrange`` when finite) per actuated joint; the chain's gravity.
 Numbers are written at full double precision (``repr``), angles in radians.
 
 Drive terms, joint side and SI units (what ``workbench calibrate`` identifies,
-:mod:`workbench.calibration.drives`), in MuJoCo's terms:
+:mod:`workbench.identification.drives`), in MuJoCo's terms:
 
 * ``armature`` (kg m^2 or kg): rotor inertia reflected to the joint, added
   to the diagonal of the joint-space mass matrix;

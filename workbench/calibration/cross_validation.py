@@ -3,8 +3,8 @@
 Every run validates on samples no fit saw: the last fraction of the log,
 contiguous cross-validation folds (every sample held out once, predicted by
 a fit on the others; leave-one-out for static poses), or a second log
-(:mod:`workbench.calibration.validation`). The same folds choose what to fit
-among the kind's candidates (:mod:`workbench.calibration.selection`: for
+(:mod:`workbench.calibration.selection.validation`). The same folds choose what to fit
+among the kind's candidates (:mod:`workbench.calibration.selection.selection`: for
 measured poses ``frames``, ``offsets`` or ``twists`` with a ridge toward the
 nominal), the kept candidate is fitted on the whole log, and its held-out
 figures are its score on those folds (the selection's fold score, stated in
@@ -22,11 +22,11 @@ deviations of parameters that were not estimated read ``0 (fixed)``, those
 below 1e-9 % ``<1e-9``.
 
 The loop (:func:`calibrate`) runs over the contract of
-:class:`workbench.calibration.problem.CalibrationProblem`: the problem of a
+:class:`workbench.calibration.problems.problem.CalibrationProblem`: the problem of a
 log in memory and that of a large log's accumulated factors
-(:mod:`workbench.calibration.accumulated_dynamic`) go through the same
+(:mod:`workbench.calibration.problems.accumulated_dynamic`) go through the same
 folds, fits and figures. Writing the results:
-:func:`workbench.calibration.report.write_report`.
+:func:`workbench.calibration.reporting.report.write_report`.
 """
 
 from __future__ import annotations
@@ -41,23 +41,23 @@ from typing import Any
 
 from tqdm import tqdm
 
-from workbench.calibration.chunked_logs import ChunkedLog
-from workbench.calibration.exact_urdf import calibrated_urdf
-from workbench.calibration.kinds import kind
-from workbench.calibration.log import Log
-from workbench.calibration.problem import (
+from workbench.calibration.problems.kinds import kind
+from workbench.calibration.problems.problem import (
     CalibrationProblem,
     Options,
     Residuals,
     relative_rms_of,
     shown,
 )
-from workbench.calibration.selection import select
-from workbench.calibration.selection import table as selection_table
-from workbench.calibration.validation import EndSplit, Folds, default_validation
+from workbench.calibration.reporting.exact_urdf import calibrated_urdf
+from workbench.calibration.selection.selection import select
+from workbench.calibration.selection.selection import table as selection_table
+from workbench.calibration.selection.validation import EndSplit, Folds, default_validation
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.recordings.chunked_logs import ChunkedLog
+from workbench.recordings.log import Log
 
 
 @dataclass(frozen=True)
