@@ -498,6 +498,8 @@ def _placement(origin: ET.Element | None) -> np.ndarray:
 def _resolve(filename: str, base: Path, package_dirs: tuple[str | os.PathLike, ...]) -> Path:
     if filename.startswith("package://"):
         relative = filename[len("package://") :]
+        if relative.startswith("/"):  # package:///NAME (onshape-to-robot): beside the URDF
+            return base / relative.lstrip("/")
         for directory in package_dirs:
             candidate = Path(directory) / relative
             if candidate.is_file():

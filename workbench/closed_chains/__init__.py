@@ -1,8 +1,10 @@
 """Closed-chain mechanisms: spanning tree + loop closures + motors.
 
-``load("planar_fivebar")`` returns a shipped closed chain by name and
+``load("planar_fivebar")`` returns a shipped closed chain by name,
 ``read(path)`` one described by a closure file (format in
-:mod:`workbench.closed_chains.model`), as a :class:`ClosedChain` whose home
+:mod:`workbench.closed_chains.model`) and ``load("DIR")`` or
+``load("DIR/robot.yaml")`` a folder of example-parallel-robots
+(:mod:`workbench.closed_chains.robot_folder`), as a :class:`ClosedChain` whose home
 configuration is checked closed and whose motors determine the passive
 joints; kinematics, dynamics and derivatives are in the submodules of the
 same names, the tool's task space in ``task_space``.
@@ -19,6 +21,7 @@ import numpy as np
 from workbench.closed_chains.closures import ROWS
 from workbench.closed_chains.kinematics import check_assembly
 from workbench.closed_chains.model import TASKS, ClosedChain, Closure
+from workbench.closed_chains.robot_folder import is_robot_folder, read_folder
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.exports import exports
@@ -46,26 +49,51 @@ _NAMES = {  # the submodules, and their most used functions by name
     "simulate": "dynamics",
     "closed_chain_derivatives": "derivatives",
     "write_mjcf": "mjcf",
+    "robot_folder": None,
 }
 __all__, __getattr__ = exports(
-    __name__, _NAMES, ("SHIPPED", "ClosedChain", "Closure", "is_closed_chain", "load", "read")
+    __name__,
+    _NAMES,
+    (
+        "SHIPPED",
+        "ClosedChain",
+        "Closure",
+        "is_closed_chain",
+        "is_robot_folder",
+        "load",
+        "read",
+        "read_folder",
+    ),
 )
 
 
 def is_closed_chain(name: str | os.PathLike) -> bool:
-    """Whether ``name`` names a shipped closed chain or a closure file (.toml)."""
-    return str(name) in SHIPPED or str(name).endswith(".toml")
+    """Whether ``name`` names a shipped closed chain, a closure file (.toml) or a folder
+    of example-parallel-robots (or its robot.yaml)."""
+    return str(name) in SHIPPED or str(name).endswith(".toml") or is_robot_folder(name)
 
 
-def load(name: str | os.PathLike) -> ClosedChain:
-    """A shipped closed chain by name, or a closure file by path."""
+def load(name: str | os.PathLike, tool: str | None = None) -> ClosedChain:
+    """A shipped closed chain by name, a closure file by path, or a folder of
+    example-parallel-robots (``DIR`` or ``DIR/robot.yaml``); ``tool`` names the tool
+    frame of a folder's model (default its last frame; the others name theirs)."""
+    if is_robot_folder(name):
+        return _load_folder(Path(name).resolve(), tool)
+    if tool is not None:
+        raise WorkbenchError(f"{name}: its closure file names the tool; no other tool frame")
     if str(name) in SHIPPED:
         return _load(shipped("models") / SHIPPED[str(name)])
     if str(name).endswith(".toml"):
         return read(name)
     raise WorkbenchError(
-        f"unknown closed chain '{name}'; shipped: {', '.join(SHIPPED)}, or a closure file (.toml)"
+        f"unknown closed chain '{name}'; shipped: {', '.join(SHIPPED)}, a closure file "
+        "(.toml), or a folder of example-parallel-robots (DIR with robot.urdf and robot.yaml)"
     )
+
+
+@functools.cache
+def _load_folder(path: Path, tool: str | None) -> ClosedChain:
+    return read_folder(path, tool)
 
 
 @functools.cache
@@ -109,8 +137,7 @@ def read(path: str | os.PathLike) -> ClosedChain:
         raise WorkbenchError(f"{path}: no [[closure]] tables; a closed chain needs one")
     top.done()
     model = ClosedChain(tree, tuple(closures), actuated, home, task, tree.name, urdf, path)
-    check_assembly(model)
-    return model
+    return check_assembly(model)
 
 
 def _named(lookup, name: str, where: str):

@@ -28,6 +28,7 @@ from workbench.closed_chains.kinematics import (
     Closures,
     PassiveSolver,
     acceleration_bias,
+    coordinates,
     solve_passive,
 )
 from workbench.closed_chains.model import ClosedChain
@@ -47,16 +48,30 @@ def _state(model: ClosedChain, **arrays: ArrayLike) -> tuple[list[Array], bool]:
     return [np.broadcast_to(a, (N, model.n)) for a in out], batched
 
 
-def motor_torques(
+def coordinate_forces(
     model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike,
     f_tool: ArrayLike | None = None,
 ) -> Array:  # fmt: skip
-    """Motor torques (N, a) of eq. (1) at closed states; ``f_tool`` as in inverse_dynamics."""
+    """Forces (N, a + i) of eq. (1) on the independent coordinates (``model.active``: the
+    motors, then the idle joints) at closed states; ``f_tool`` as in inverse_dynamics.
+
+    The idle joints' forces vanish on every motion the closed chain's dynamics allows
+    (idle motions are driven by no force).
+    """
     (q, dq, ddq), batched = _state(model, q=q, dq=dq, ddq=ddq)
     S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
     tau = inverse_dynamics(model.tree, q, dq, ddq, f_tool)
     out = (np.swapaxes(S, 1, 2) @ np.atleast_2d(tau)[..., None])[..., 0]
     return out if batched else out[0]
+
+
+def motor_torques(
+    model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike,
+    f_tool: ArrayLike | None = None,
+) -> Array:  # fmt: skip
+    """Motor torques (N, a) of eq. (1) at closed states (N, n) in ``model.joint_names``
+    order, motors in ``model.actuated`` order; ``f_tool`` as in inverse_dynamics."""
+    return coordinate_forces(model, q, dq, ddq, f_tool)[..., : len(model.actuated)]
 
 
 def torque_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
@@ -70,9 +85,13 @@ def torque_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: Array
 def forward_dynamics(
     model: ClosedChain, q: ArrayLike, dqa: ArrayLike, tau: ArrayLike
 ) -> tuple[Array, Array]:
-    """Motor accelerations (N, a) and joint accelerations (N, n) under motor torques, eq. (2).
+    """Accelerations of the independent coordinates (N, a + i) and of the joints (N, n)
+    under motor torques, eq. (2).
 
-    ``q`` (N, n) closed configurations, ``dqa`` and ``tau`` (N, a). The
+    ``q`` (N, n) closed configurations, ``dqa`` and ``tau`` (N, a + i) the
+    velocities and forces of the independent coordinates (``model.active``),
+    or (N, a) those of the motors alone (idle joints at rest, and free: zero
+    force). The
     columns of ``M S`` are inverse dynamics at rest at the unit motor
     accelerations minus the gravity torques (inverse dynamics at rest is
     ``M ddq + g(q)``); one batched call of N (a + 2) samples gives them, the
@@ -80,8 +99,8 @@ def forward_dynamics(
     """
     (q,), batched = _state(model, q=q)
     a = len(model.active)
-    dqa, _ = as_samples(dqa, a, "dqa", model.actuated)
-    tau, _ = as_samples(tau, a, "tau", model.actuated)
+    dqa = coordinates(model, dqa, "dqa")
+    tau = coordinates(model, tau, "tau")
     N = len(q)
     closures = Closures(model, q)
     solver = PassiveSolver(model, closures.jacobian())
@@ -116,15 +135,17 @@ def simulate(
 
     ``t`` (K,) times, ``tau`` (K, a) motor torques interpolated linearly
     between them, ``q0`` (n,) a closed configuration, ``dqa0`` (a,) motor
-    velocities. The state is (q_a, dq_a); the passive joints are solved at
+    velocities (or, with idle joints, (K, a + i) and (a + i,) for every
+    independent coordinate: forces on idle joints are zero, and idle joints
+    start at rest unless given). The state is (q_a, dq_a); the passive joints are solved at
     every stage from the last closed configuration, so the closure never
     drifts. Returns q (K, n) and dq (K, n) at the times t.
     """
     t = np.asarray(t, dtype=float)
     a = len(model.active)
-    tau, _ = as_samples(tau, a, "tau", model.actuated)
+    tau = coordinates(model, tau, "tau")
     (q0,), _ = _state(model, q0=q0)
-    dqa = as_samples(dqa0, a, "dqa0", model.actuated)[0][0]
+    dqa = coordinates(model, dqa0, "dqa0")[0]
     if len(tau) != len(t):
         raise WorkbenchError(f"tau has {len(tau)} samples for {len(t)} times")
     last = q0[0].copy()

@@ -23,6 +23,8 @@ Arrays carry the sample axis first: q (N, n), K (N, m, n), S (N, n, a).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -250,10 +252,26 @@ def velocity_map(model: ClosedChain, q: ArrayLike) -> Array:
     return S if batched else S[0]
 
 
+def coordinates(model: ClosedChain, x: ArrayLike, what: str, idle: ArrayLike = 0.0) -> Array:
+    """Values (N, a + i) of the independent coordinates (``model.active``) from ``x``.
+
+    ``x`` (N, a + i) is returned as samples; motor values alone (N, a) get
+    the idle joints' values ``idle`` (default 0: idle motions at rest).
+    """
+    a, full = len(model.actuated), len(model.active)
+    x = np.asarray(x, dtype=float)
+    if full > a and x.shape[-1:] == (a,):
+        x = np.atleast_2d(x)
+        x = np.concatenate([x, np.broadcast_to(idle, (len(x), full - a))], axis=1)
+    names = model.actuated + model.idle
+    return as_samples(x, full, what, names)[0]
+
+
 def velocities(model: ClosedChain, q: ArrayLike, dqa: ArrayLike) -> Array:
-    """Joint velocities ``S dq_a`` (N, n) from the actuated ones (N, a)."""
+    """Joint velocities ``S dq_a`` (N, n) from the independent ones (N, a + i) or motors'
+    (N, a; idle joints at rest)."""
     q, batched = _configurations(model, q)
-    dqa, _ = as_samples(dqa, len(model.active), "dqa", model.actuated)
+    dqa = coordinates(model, dqa, "dqa")
     S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
     dq = (S @ dqa[..., None])[..., 0]
     return dq if batched else dq[0]
@@ -266,10 +284,11 @@ def acceleration_bias(closures: Closures, dq: Array, solver: PassiveSolver) -> A
 
 
 def accelerations(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddqa: ArrayLike) -> Array:
-    """Joint accelerations ``S ddq_a + sigma`` (N, n) at a closed state (q, dq)."""
+    """Joint accelerations ``S ddq_a + sigma`` (N, n) at a closed state (q, dq), ``ddqa``
+    as ``dqa`` in :func:`velocities`."""
     q, batched = _configurations(model, q)
     dq, _ = _configurations(model, dq, "dq")
-    ddqa, _ = as_samples(ddqa, len(model.active), "ddqa", model.actuated)
+    ddqa = coordinates(model, ddqa, "ddqa")
     closures = Closures(model, q)
     solver = PassiveSolver(model, closures.jacobian())
     ddq = (solver.velocity_map() @ ddqa[..., None])[..., 0]
@@ -278,7 +297,9 @@ def accelerations(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddqa: ArrayLi
 
 
 def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = None) -> Array:
-    """Closed configurations (N, n) with actuated joints ``qa`` (N, a).
+    """Closed configurations (N, n) with independent coordinates ``qa`` (N, a + i): the
+    actuated joints then the idle ones, or the actuated joints alone (N, a; the idle
+    joints then keep the values of ``guess``).
 
     Predictor-corrector continuation from ``guess`` (a closed configuration,
     default the model's home) along the straight path of the actuated
@@ -291,9 +312,10 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
     kept. Raises WorkbenchError naming the sample when the closure cannot
     be met (motors outside the workspace) or the path crosses a singularity.
     """
-    qa, batched = as_samples(qa, len(model.active), "qa", model.actuated)
-    N = len(qa)
+    batched = np.ndim(qa) == 2
     start = model.home if guess is None else guess
+    qa = coordinates(model, qa, "qa", np.asarray(start, dtype=float)[..., model.idle_indices])
+    N = len(qa)
     q, _ = _configurations(model, np.broadcast_to(start, (N, model.n)), "guess")
     ok, q = _newton(model, q.copy(), np.ones(N, dtype=bool), iterations=30)  # guess -> closure
     if not ok.all():
@@ -399,8 +421,31 @@ def independent_rows(model: ClosedChain, q: Array | None = None) -> np.ndarray:
     return np.sort(pivots[:rank])
 
 
-def check_assembly(model: ClosedChain) -> None:
-    """Refuse a model whose home is not closed or whose motors do not fix the passive joints."""
+def closure_rank(K: Array) -> int:
+    """Rank of a closure Jacobian K (m, n): singular values above 1e-9 of the largest (or 1)."""
+    s = np.linalg.svd(K, compute_uv=False)
+    return int(np.sum(s > 1e-9 * max(s.max(initial=0.0), 1.0)))
+
+
+def mobility(model: ClosedChain, q: Array | None = None) -> int:
+    """Tree velocities minus the closures' rank at ``q`` (default home)."""
+    return model.n - closure_rank(constraint_jacobian(model, model.home if q is None else q))
+
+
+def check_assembly(model: ClosedChain) -> ClosedChain:
+    """``model`` with its idle joints, once its home is closed and its motors independent.
+
+    Refused: a home that is not closed (1e-9), motors that are not
+    independent there (a motor whose unit velocity no passive velocities
+    complete, e.g. two motors the closures couple), a passive joint that
+    some closure cannot reach. Idle motions (mobility above the number of
+    motors, the motions the closures leave with the motors still: null(K_p))
+    get coordinates: the idle joints, chosen by pivoted QR of the null space's
+    rows (the joints that move most along it), so that the motors and idle
+    joints fix every other joint (coordinate partitioning, [Wehage1982]).
+    """
+    from scipy.linalg import qr
+
     r = residual(model, model.home)
     if np.abs(r).max() > 1e-9:
         row = int(np.argmax(np.abs(r)))
@@ -411,11 +456,23 @@ def check_assembly(model: ClosedChain) -> None:
             f"has residual {abs(r[row]):.3g} (set [home] to a closed configuration)"
         )
     K = constraint_jacobian(model, model.home)
-    rank = np.linalg.matrix_rank(K, tol=1e-9)
-    passive = len(model.passive)
-    if rank != passive or np.linalg.matrix_rank(K[:, model.passive], tol=1e-9) != passive:
+    motors = model.active[: len(model.actuated)]
+    others = np.setdiff1d(np.arange(model.n), motors)
+    K_p = K[:, others]
+    completion = np.linalg.lstsq(K_p, -K[:, motors], rcond=None)[0]
+    gap = np.abs(K_p @ completion + K[:, motors]).max(axis=0)
+    dependent = [model.actuated[k] for k in np.flatnonzero(gap > 1e-9 * max(1.0, np.abs(K).max()))]
+    if dependent:
         raise WorkbenchError(
-            f"{model.where}: the closures fix {rank} of the {passive} passive joints at home "
-            f"(mobility {model.n - rank} with {len(model.active)} actuated joints); the motors "
-            "must determine the passive joints"
+            f"{model.where}: the motors are not independent at the closed configuration: "
+            f"{', '.join(dependent)} cannot move with the other motors still (the closures tie "
+            "them to the other motors)"
         )
+    rank = closure_rank(K_p)
+    idle = len(others) - rank
+    if idle == 0:
+        return replace(model, idle=())
+    null = np.linalg.svd(K_p)[2][rank:]  # (idle, passive): the idle motions
+    pivots = qr(null, pivoting=True, mode="economic")[2][:idle]
+    names = tuple(model.tree.joint_names[others[k]] for k in sorted(pivots))
+    return replace(model, idle=names)

@@ -82,12 +82,15 @@ class ClosedChain:
     name: str = "closed_chain"
     urdf_path: Path | None = None
     source: Path | None = field(default=None, compare=False)
+    idle: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for joint in self.actuated:
+        for joint in self.actuated + self.idle:
             self.tree.joint_index(joint)  # raises for an unknown joint
         if len(set(self.actuated)) != len(self.actuated) or not self.actuated:
             raise WorkbenchError(f"{self.where}: actuated joints must be distinct and non-empty")
+        if set(self.idle) & set(self.actuated) or len(set(self.idle)) != len(self.idle):
+            raise WorkbenchError(f"{self.where}: idle joints must be distinct passive joints")
         for closure in self.closures:
             if closure.kind not in ROWS:
                 raise WorkbenchError(
@@ -113,8 +116,32 @@ class ClosedChain:
 
     @functools.cached_property
     def active(self) -> np.ndarray:
-        """Indices of the actuated joints in the tree's joint order."""
-        return np.array([self.tree.joint_index(j) for j in self.actuated])
+        """Indices of the independent coordinates: the actuated joints, then the idle ones.
+
+        Idle joints (``idle``) are the coordinates of the idle motions, the
+        motions the closures leave free with the motors still (a rod that
+        spins between two ball joints): they are driven by zero force, and
+        with the motors they fix every other (passive) joint. Without idle
+        motions these are the actuated joints alone.
+        """
+        return np.array([self.tree.joint_index(j) for j in self.actuated + self.idle])
+
+    @property
+    def motor_indices(self) -> np.ndarray:
+        """Indices of the actuated joints in the tree's joint order (``active`` without idle)."""
+        return self.active[: len(self.actuated)]
+
+    @property
+    def idle_indices(self) -> np.ndarray:
+        """Indices of the idle joints in the tree's joint order."""
+        return self.active[len(self.actuated) :]
+
+    @property
+    def coordinate_effort(self) -> Array:
+        """Force limits of the independent coordinates: the motors' efforts, 0 for idle joints."""
+        return np.concatenate(
+            [self.tree.effort_limit[self.motor_indices], np.zeros(len(self.idle))]
+        )
 
     @functools.cached_property
     def passive(self) -> np.ndarray:
@@ -177,7 +204,7 @@ class ClosedChain:
         What a motor log has columns for: names, kinds, limits, in the order
         of ``actuated``. For reading and checking logs, not for dynamics.
         """
-        i = self.active
+        i = self.motor_indices
         tree = self.tree
         return replace(
             tree,

@@ -116,7 +116,8 @@ def reach_bound(model: ClosedChain) -> ReachBound:
     path = np.flatnonzero(chain.ancestors[:, chain.tool_parent])
     prismatic = np.array([chain.joint_kinds[j] == PRISMATIC for j in path], dtype=bool)
     half = (chain.upper[path] - chain.lower[path]) / 2
-    middle = np.where(prismatic, (chain.upper[path] + chain.lower[path]) / 2, 0.0)
+    middle = np.zeros(len(path))  # revolute joints: 0 (their limits may be infinite)
+    middle[prismatic] = (chain.upper[path][prismatic] + chain.lower[path][prismatic]) / 2
     P = np.eye(4)
     axes = []  # (name, spatial twist at the middle configuration) of the revolute joints
     for j, slide, value in zip(path, prismatic, middle, strict=True):
@@ -153,8 +154,13 @@ def reach_configuration(model: ClosedChain, target: Array, guess: Array | None =
     only through a singularity.
     """
     lower, upper = model.tree.lower[model.active], model.tree.upper[model.active]
-    span = np.where(np.isfinite(upper - lower), upper - lower, 2 * np.pi)
-    middle = np.where(np.isfinite(upper + lower), (upper + lower) / 2, 0.0)
+    bounded = np.isfinite(upper) & np.isfinite(lower)
+    span = np.where(
+        bounded, np.where(bounded, upper, 0.0) - np.where(bounded, lower, 0.0), 2 * np.pi
+    )
+    middle = np.where(
+        bounded, (np.where(bounded, upper, 0.0) + np.where(bounded, lower, 0.0)) / 2, 0.0
+    )
     steps = 5 if len(model.active) <= 2 else 3
     axes = [m + 0.8 * s * np.linspace(-0.5, 0.5, steps) for m, s in zip(middle, span, strict=True)]
     grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, len(model.active))

@@ -2,7 +2,8 @@
 
 MODEL is a shipped or example-robot-data model name (iiwa, staubli_tx40,
 ur5, ...), a URDF path, a closed chain (fivebar, planar_fivebar, fourbar,
-delta, or a closure file .toml), or a calibration results folder (its
+delta, a closure file .toml, or a folder DIR of example-parallel-robots or its
+DIR/robot.yaml, whose tool --tool names), or a calibration results folder (its
 calibrated.urdf, with calibrated.drives.toml and, for a closed chain,
 calibrated.toml when present).
 
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     source = Path(args.model)
     closed, drive_file, package_dirs, calibrated = None, None, [], None
-    if source.is_dir():
+    if source.is_dir() and not closed_chains.is_robot_folder(source):
         urdf = source / "calibrated.urdf"
         if not urdf.is_file():
             raise WorkbenchError(f"{source} is a folder without calibrated.urdf")
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             closed = closed_chains.read(source / "calibrated.toml")
         inputs = [urdf, drive_file, source / "calibrated.toml", source / "summary.json"]
     elif closed_chains.is_closed_chain(args.model):
-        closed = closed_chains.load(args.model)
+        folder = closed_chains.is_robot_folder(args.model)
+        closed = closed_chains.load(args.model, tool=args.tool if folder else None)
         urdf = closed.urdf_path
         inputs = [urdf, closed.source]
     else:
@@ -105,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         chain = from_pinocchio(pinocchio_model, tool_frame=args.tool or spec_tool)
     viscous = np.array(pinocchio_model.damping, dtype=float)  # the URDF's <dynamics>
     coulomb = np.array(pinocchio_model.friction, dtype=float)
+    if len(viscous) != chain.n:  # a folder whose yaml replaced joints: <dynamics> not read
+        viscous, coulomb = np.zeros(chain.n), np.zeros(chain.n)
     damping, frictionloss = viscous.copy(), coulomb.copy()  # MuJoCo's joint terms
     armature, couplings = np.zeros(chain.n), []
     if drive_file.is_file():  # per joint, or per motor of a closed chain

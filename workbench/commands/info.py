@@ -4,7 +4,10 @@ link masses, limits and the tool frame.
 MODEL is a shipped model name (iiwa, planar_2r, staubli_tx40, ur10e), an
 example-robot-data name (ur5, ur10_cb3, panda_arm, talos_upper_body, ...), a path to a
 URDF file, or a closed chain (fivebar, planar_fivebar, fourbar, delta, or a
-closure file): then its spanning tree, its motors and its closures; a results folder
+closure file, or a folder DIR of example-parallel-robots or its DIR/robot.yaml): then
+its spanning tree, its motors (in the order of the closure file's actuated joints or
+the yaml's name_mot), the mobility (tree velocities minus the closures' rank at the
+closed configuration), idle joints and its closures; a results folder
 of workbench calibrate: its calibrated.urdf (calibrated.toml for a closed chain). A named model's
 first line says what it is. Without MODEL: every model name and what it is.
 
@@ -35,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench import closed_chains, models
+    from workbench.closed_chains.kinematics import mobility
     from workbench.recordings import bags
 
     if args.model is None:
@@ -42,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if bags.is_bag(args.model):
         return _bag(args.model, bags.topics(args.model))
     source = Path(args.model)
-    if source.is_dir():  # a results folder, read as workbench export reads it
+    folder = closed_chains.is_robot_folder(source)
+    if source.is_dir() and not folder:  # a results folder, read as workbench export reads it
         closure, urdf = source / "calibrated.toml", source / "calibrated.urdf"
         if not urdf.is_file():
             raise WorkbenchError(
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     closed = None
     if closed_chains.is_closed_chain(args.model):
-        closed = closed_chains.load(args.model)
+        closed = closed_chains.load(args.model, tool=args.tool if folder else None)
         chain = closed.tree
     else:
         chain = models.load(args.model, tool_frame=args.tool)
@@ -96,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(f"closed chain ({closed.source}): motors {', '.join(closed.actuated)}, task "
               f"'{closed.task}'")  # fmt: skip
+        idle = ", ".join(closed.idle) or "none"
+        print(f"  mobility {mobility(closed)} with {len(closed.actuated)} actuated joints; "
+              f"idle joints (free idle motions, zero force): {idle}")  # fmt: skip
         for closure in closed.closures:
             a, b = closure.frames
             print(f"  closure '{closure.name}': {closure.kind} ({closure.rows} rows) {a} -> {b}")

@@ -15,7 +15,9 @@ all knots with the analytic Jacobian):
   ``d/d dq = (0, K_I, 2 c''_I[., dq])``, ``d/d ddq = (0, 0, K_I)``;
 * ``task``: the tool's task vector at the last knot and its partials.
 
-Second derivatives (IPOPT's Hessian of the Lagrangian) are exact: CasADi AD
+Second derivatives (IPOPT's Hessian of the Lagrangian) are exact (the project's own
+closed chains up to ``SX_JOINTS`` joints; else central differences of the analytic
+Jacobians, see :func:`model_callbacks`): CasADi AD
 of the same functions in SX (:mod:`workbench.ocp.model_sx`; with a design
 space the torque's by the state and the links' phi too); the design map
 p -> phi keeps the bridge's central differences of its analytic Jacobian,
@@ -30,12 +32,16 @@ from workbench.closed_chains.derivatives import torque_derivatives
 from workbench.closed_chains.dynamics import motor_torques, torque_regressor
 from workbench.closed_chains.kinematics import Closures, joint_directions
 from workbench.closed_chains.model import ClosedChain
+from workbench.closed_chains.robot_folder import is_robot_folder
 from workbench.closed_chains.task_space import task
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp import sx_compiler
 from workbench.ocp.bridge import BatchedCallback
 from workbench.ocp.model_sx import lagrangian_hessians
+
+# Largest tree whose reaching second derivatives are compiled from SX (model_callbacks).
+SX_JOINTS = 12
 
 
 def closure_levels(model: ClosedChain, rows: np.ndarray, X: Array, jacobian: bool):
@@ -93,10 +99,21 @@ def model_callbacks(
     rows: np.ndarray,
     design=None,
     finite_differences: bool = False,
-    exact_hessian: bool = True,
+    exact_hessian: bool | None = None,
 ) -> dict[str, BatchedCallback]:
-    """Torque, closure and task callbacks (module docstring); "design" maps p to phi."""
+    """Torque, closure and task callbacks (module docstring); "design" maps p to phi.
+
+    ``exact_hessian`` None: the SX second derivatives for the project's own
+    closed chains (closure files and shipped names) of at most ``SX_JOINTS``
+    joints, whose compiled C the cache keeps; central differences of the
+    analytic Jacobians for larger trees and for folders of example-parallel-robots
+    (their weld closures' SX compiles in tens of minutes on a first run, and
+    14 joints take the C compiler gigabytes).
+    """
     n, a = model.n, len(model.active)
+    if exact_hessian is None:
+        folder = model.source is not None and is_robot_folder(model.source)
+        exact_hessian = n <= SX_JOINTS and not folder
 
     def exact(name: str, design: bool = False):
         if not exact_hessian or finite_differences:

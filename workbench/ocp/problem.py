@@ -1,13 +1,17 @@
 """Reaching problems (problem files) and their results.
 
-A problem file names a closed chain (a shipped name or a closure file)
-and the task; every key but ``start`` and ``goal`` has a default::
+A problem file names a closed chain (a shipped name, a closure file, or a
+folder of example-parallel-robots ``DIR`` or ``DIR/robot.yaml``) and the
+task; every key but ``start`` and ``goal`` has a default::
     kind = "reach"             # optional: the problem kind (workbench.ocp.kinds)
     [task]
-    model = "fivebar"          # a shipped closed chain or a closure file
+    model = "fivebar"          # a shipped closed chain, a closure file or a folder
+    tool = "effector"          # a folder's tool frame (default its last frame)
     start = [0.0, -0.5, 0.866] # the tool's task vector at t = 0: a pointing
     goal = [0.5, 0.3, 0.812]   # direction ("pointing" models) or a position in m
     duration = 0.6             # s
+    [limits]
+    torque = [2.0, 2.0]        # N m, one per motor (actuated order): overrides the efforts
     [transcription]
     knots = 100
     minimum_time = false       # true: minimise the duration within duration_bounds
@@ -31,13 +35,13 @@ Every error names the file and the key (:mod:`workbench.config`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
-from workbench.closed_chains import load
+from workbench.closed_chains import is_robot_folder, load
 from workbench.closed_chains.model import ClosedChain
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
@@ -69,11 +73,27 @@ class ReachProblem:
     solver: str = "ipopt"
     source: str = "<built-in>"
     design: object | None = None
+    tool: str | None = None
+    torque: tuple[float, ...] | None = None
 
     @property
     def task_space(self) -> str:
         """The model's task: "pointing" (goals are directions) or "position" (m)."""
-        return load(self.model).task
+        return self.closed_chain().task
+
+    def closed_chain(self) -> ClosedChain:
+        """The problem's closed chain: its ``tool`` and, given, its motors' ``torque`` limits."""
+        model = load(self.model, tool=self.tool)
+        if self.torque is None:
+            return model
+        if len(self.torque) != len(model.actuated):
+            raise WorkbenchError(
+                f"{self.source}: [limits] torque has {len(self.torque)} values for the "
+                f"{len(model.actuated)} motors of {model.name} ({', '.join(model.actuated)})"
+            )
+        effort = model.tree.effort_limit.copy()
+        effort[model.motor_indices] = self.torque
+        return model.with_tree(replace(model.tree, effort_limit=effort))
 
     @property
     def objective_unit(self) -> str:
@@ -94,8 +114,18 @@ class ReachProblem:
         transcription = top.section("transcription")
         solver = top.section("solver")
         model = task.string("model", "fivebar")
-        if model.endswith(".toml") and not Path(model).is_absolute():
+        if (model.endswith(".toml") or is_robot_folder(base / model)) and not Path(
+            model
+        ).is_absolute():
             model = str(base / model)
+        tool = task.string("tool", None)
+        if tool is not None and not is_robot_folder(model):
+            raise WorkbenchError(
+                f"{task.where('tool')}: only a folder's model (DIR/robot.yaml) takes a tool "
+                "frame; shipped models and closure files name theirs"
+            )
+        limits = top.section("limits")
+        torque = limits.array("torque", None, shape=(None,), positive=True)
         start = task.array("start", shape=(3,))
         goal = task.array("goal", shape=(3,))
         duration = task.number("duration", 1.0, positive=True, maximum=MAX_DURATION)
@@ -128,7 +158,7 @@ class ReachProblem:
         design = None
         if "design" in top:
             design = DesignSpace.from_section(top.section("design"), model, base)
-        for section in (task, transcription, solver, top):
+        for section in (task, transcription, solver, limits, top):
             section.done()
         return cls(
             start=start,
@@ -145,6 +175,8 @@ class ReachProblem:
             solver=solver_name,
             source=source,
             design=design,
+            tool=tool,
+            torque=None if torque is None else tuple(float(x) for x in torque),
         )
 
 

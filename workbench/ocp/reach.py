@@ -37,7 +37,6 @@ from collections.abc import Callable
 import casadi as ca
 import numpy as np
 
-from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import forward_dynamics, simulate
 from workbench.closed_chains.kinematics import (
     accelerations,
@@ -142,7 +141,7 @@ def transcribe(
         tau = functions["torque"](ca.vec(X), phi)
     else:
         tau = functions["torque"](ca.vec(X))
-    limit = np.tile(model.tree.effort_limit[active], K)
+    limit = np.tile(model.coordinate_effort, K)  # idle joints: zero force
     c.within(tau, -limit, limit)
     weights = np.full(K, 1.0)
     weights[[0, -1]] = 0.5
@@ -227,7 +226,7 @@ def solve(
     stopped, whether a callback or IPOPT's own check caught it.
     """
 
-    model = load(problem.model) if model is None else model
+    model = problem.closed_chain() if model is None else model
     K = problem.knots
     per_knot = KNOT_BYTES * (3 * model.n) ** 2
     check_memory(
@@ -293,7 +292,7 @@ def solve(
         q=X[:, :n],
         dq=X[:, n : 2 * n],
         ddq=X[:, 2 * n :],
-        tau=np.asarray(nlp["tau"](x)).reshape(K, len(model.active)),
+        tau=np.asarray(nlp["tau"](x)).reshape(K, len(model.active))[:, : len(model.actuated)],
         objective=float(sol["f"]),
         iterations=int(stats["iter_count"]),
         solve_time_s=elapsed,
@@ -394,13 +393,21 @@ def duration_check(
         q = solve_passive(model, path, guess=q_start)
     except WorkbenchError:
         return None
-    limit = tree.effort_limit[active]
-    corners = np.array(np.meshgrid(*[[-1.0, 1.0]] * len(active))).reshape(len(active), -1).T
+    a = len(model.actuated)
+    limit = tree.effort_limit[model.motor_indices]
+    if not np.all(np.isfinite(limit)):
+        return None  # no torque limit: no acceleration bound
     rest = np.zeros_like(path)
-    best = np.zeros(len(active))
-    for signs in corners:  # extreme torques: the box of reachable accelerations
-        ddqa, _ = forward_dynamics(model, q, rest, np.broadcast_to(signs * limit, path.shape))
-        best = np.maximum(best, np.abs(ddqa).max(axis=0))
+    # the box of motor torques maps to accelerations free + sum_j tau_j column_j: the largest
+    # |acceleration| of motor k over it is |free_k| + sum_j |column_kj| limit_j
+    free = forward_dynamics(model, q, rest, np.zeros((len(path), a)))[0][:, :a]
+    best = np.abs(free)
+    for j in range(a):
+        unit = np.zeros((len(path), a))
+        unit[:, j] = 1.0
+        best += np.abs(forward_dynamics(model, q, rest, unit)[0][:, :a] - free) * limit[j]
+    best = best.max(axis=0)
+    active = model.motor_indices
     A, V, d = margin * best, tree.velocity_limit[active], distance[active]
     needed = np.where(d <= V**2 / A, 2.0 * np.sqrt(d / A), d / V + V / A)
     j = int(np.argmax(needed))

@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from workbench.closed_chains.model import ClosedChain
+from workbench.closed_chains.robot_folder import is_robot_folder
 from workbench.ocp.problem import ReachProblem, ReachResult
+from workbench.urdf import urdf_string
 from workbench.viz import plots, viewer
 from workbench.viz.report_page import write_report_page
 from workbench.viz.scene import Robot
@@ -60,10 +62,10 @@ def write_results(
         ),
         plots.plot_torques(
             stage / "motor_torques.png", result.t, result.tau, [f"tau{j}" for j in motors],
-            limits=tree.effort_limit[model.active],
+            limits=tree.effort_limit[model.motor_indices],
         ),
         plots.plot_power_energy(
-            stage / "power_energy.png", result.t, result.tau, result.dq[:, model.active]
+            stage / "power_energy.png", result.t, result.tau, result.dq[:, model.motor_indices]
         ),
     ]  # fmt: skip
     if result.design:
@@ -80,7 +82,11 @@ def write_results(
                 [1e3 * variables[name]["after"] for name in names],
             )
         )
-    robot = Robot.from_urdf(model.urdf_path)
+    urdf = model.urdf_path
+    if model.source is not None and is_robot_folder(model.source):  # its tree: joints replaced
+        urdf = stage / "tree.urdf"
+        urdf.write_text(urdf_string(model.tree), encoding="utf-8")
+    robot = Robot.from_urdf(urdf)
     animation = viewer.static_html(robot, result.t, result.q, tool_frame=tree.tool_name)
     (stage / "animation.html").write_text(animation, encoding="utf-8")
     rows = [(key, value) for key, value in summary.items() if key != "design"]

@@ -76,7 +76,7 @@ def transcribe_stagewise(
     closure = ca.reshape(functions["closure"](ca.vec(X)), -1, K)
     tau = ca.reshape(functions["torque"](ca.vec(X)), a, K)
     final = functions["task"](X[:n, -1])
-    limit = model.tree.effort_limit[active]
+    limit = model.coordinate_effort  # idle joints: zero force
     lower, upper = _state_bounds(model, active, passive)
     c, structure = Constraints(), {"nx": [], "nu": [], "ng": [], "equality": []}
     lbx, ubx, x = [], [], []

@@ -98,7 +98,7 @@ def motor_trajectory(
     shrinks until the passive solve succeeds along the whole motion.
     """
     motors = model.motors
-    home = model.home[model.active]
+    home = model.home[model.motor_indices]
     for scale in (0.5, 0.3, 0.15, 0.07):
         half = scale * np.minimum(motors.upper - motors.lower, 2.0) / 2
         band = replace(motors, lower=home - half, upper=home + half)
@@ -137,7 +137,7 @@ def simulate_closed_log(
     q = solve_passive(truth, qa, guess=q_nominal)
     dq = velocities(truth, q, dqa)
     ddq = accelerations(truth, q, dq, ddqa)
-    a = len(model.active)
+    a = len(model.actuated)
     viscous = friction * rng.uniform(0.5, 1.5, size=a)
     coulomb = friction * rng.uniform(0.5, 1.5, size=a)
     tau = motor_torques(truth, q, dq, ddq) + viscous * dqa + coulomb * np.sign(dqa)

@@ -1,0 +1,195 @@
+"""Closed chains of example-parallel-robots folders, against Pinocchio 4's constraint models.
+
+The reference is built here from the folder itself, the way the upstream
+loader builds it: Pinocchio's URDF parser and one ``RigidConstraintModel``
+(CONTACT_6D / CONTACT_3D, LOCAL) per closed_loop pair between the frames'
+parent joints at the frames' placements. Pinocchio's constraint forward
+dynamics gives the accelerations under random motor torques at a closed
+state; the motor torques the project computes from that state must be those
+torques, and equal the tree's RNEA projected on the motor velocities the
+constraint Jacobian allows.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from workbench import closed_chains
+from workbench.closed_chains.dynamics import forward_dynamics, motor_torques
+from workbench.closed_chains.kinematics import mobility, residual, solve_passive
+from workbench.closed_chains.robot_folder import read_folder
+from workbench.errors import WorkbenchError
+from workbench.resources import shipped
+
+FOLDERS = shipped("models") / "parallel_robots"
+NAMES = ("5bar_linkage", "robot_delta", "cassie_like")
+# mobility and motors: the folder's README (idle motions)
+MOBILITY = {"5bar_linkage": 3, "robot_delta": 5, "cassie_like": 7}
+
+
+def pinocchio_reference(folder: Path):
+    """Pinocchio model, data, constraint models and datas of a folder (upstream's rule)."""
+    model = pin.buildModelFromUrdf(str(folder / "robot.urdf"))
+    spec = yaml.safe_load((folder / "robot.yaml").read_text())
+    constraints = []
+    for (a, b), kind in zip(spec["closed_loop"], spec["type"], strict=True):
+        fa, fb = model.frames[model.getFrameId(a)], model.frames[model.getFrameId(b)]
+        contact = pin.ContactType.CONTACT_6D if kind == "6d" else pin.ContactType.CONTACT_3D
+        constraints.append(
+            pin.RigidConstraintModel(contact, model, fa.parentJoint, fa.placement,
+                                     fb.parentJoint, fb.placement, pin.ReferenceFrame.LOCAL)
+        )  # fmt: skip
+    datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraints])
+    constraints = pin.StdVec_RigidConstraintModel(constraints)
+    return model, model.createData(), constraints, datas, spec["name_mot"]
+
+
+def constrained_state(chain, model, data, constraints, datas, rng):
+    """A closed state moved off home, velocities in null(J_c), Pinocchio's accelerations
+    under random motor torques; and the reference motor torques (RNEA projected)."""
+    move = 0.05 * rng.standard_normal(len(chain.active))
+    q = solve_passive(chain, chain.home[chain.active] + move, guess=chain.home)
+    pin.initConstraintDynamics(model, data, constraints, datas)
+    settings = pin.ProximalSettings(1e-14, 1e-10, 200)
+    # a first solve places the constraint frames at q (a 3d closure's Jacobian depends on it)
+    zero = np.zeros(model.nv)
+    pin.constraintDynamics(model, data, q, zero, zero, constraints, datas, settings)
+    J = pin.getConstraintsJacobian(model, data, constraints, datas)
+    null = np.linalg.svd(J)[2][np.linalg.matrix_rank(J, 1e-9) :].T
+    dq = null @ rng.standard_normal(null.shape[1])
+    motors = [model.joints[model.getJointId(m)].idx_v for m in chain.actuated]
+    tau_motors = rng.standard_normal(len(motors)) * max(
+        1.0, np.abs(pin.rnea(model, data, q, 0 * q, 0 * q)).max()
+    )
+    tau = np.zeros(model.nv)
+    tau[motors] = tau_motors
+    ddq = pin.constraintDynamics(model, data, q, dq, tau, constraints, datas, settings)
+    # S: unit motor velocities completed (least squares) in null(J_c); RNEA projected on it
+    S = null @ np.linalg.pinv(null[motors])
+    reference = S.T @ pin.rnea(model, data, q, dq, ddq)
+    return q, dq, ddq, tau_motors, reference
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def folder(request):
+    path = FOLDERS / request.param
+    return request.param, path, closed_chains.load(path / "robot.yaml")
+
+
+def test_read_as_closed_chains(folder):
+    name, path, chain = folder
+    model = pin.buildModelFromUrdf(str(path / "robot.urdf"))
+    assert chain.joint_names == tuple(model.names[1:])
+    assert chain.actuated == tuple(yaml.safe_load((path / "robot.yaml").read_text())["name_mot"])
+    assert mobility(chain) == MOBILITY[name] == len(chain.actuated) + len(chain.idle)
+    assert np.abs(residual(chain, chain.home)).max() <= 1e-10
+    # closed by Pinocchio's measure too: the constraint frames coincide (6d) or their origins
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, chain.home)
+    spec = yaml.safe_load((path / "robot.yaml").read_text())
+    for (a, b), kind in zip(spec["closed_loop"], spec["type"], strict=True):
+        A, B = data.oMf[model.getFrameId(a)], data.oMf[model.getFrameId(b)]
+        error = pin.log6(A.actInv(B)).vector if kind == "6d" else A.translation - B.translation
+        assert np.abs(error).max() < 1e-9
+    # no position limit where <limit> has no lower/upper; placeholder efforts not read
+    for joint in ET.parse(path / "robot.urdf").getroot().iter("joint"):
+        if joint.get("name") in chain.joint_names:
+            i = chain.joint_names.index(joint.get("name"))
+            upper = joint.find("limit").get("upper")
+            assert chain.tree.upper[i] == (np.inf if upper is None else float(upper))
+            assert chain.tree.lower[i] <= chain.home[i] <= chain.tree.upper[i]
+    assert np.all(np.isinf(chain.tree.effort_limit))
+
+
+def test_motor_torques_and_forward_dynamics_equal_pinocchio(folder):
+    name, path, chain = folder
+    model, data, constraints, datas, _ = pinocchio_reference(path)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q, dq, ddq, tau_motors, reference = constrained_state(chain, model, data, constraints,
+                                                               datas, rng)  # fmt: skip
+        scale = np.abs(reference).max()
+        # Pinocchio's constraint dynamics checks the reference: its torques come back
+        assert np.abs(reference - tau_motors).max() <= 1e-8 * scale
+        tau = motor_torques(chain, q, dq, ddq)
+        assert np.abs(tau - reference).max() <= 1e-8 * scale, name
+        _, ddq_project = forward_dynamics(chain, q, dq[chain.active], tau_motors)
+        assert np.abs(ddq_project - ddq).max() <= 1e-8 * max(1.0, np.abs(ddq).max()), name
+
+
+def test_yaml_replacements_and_refusals(tmp_path):
+    source = FOLDERS / "5bar_linkage"
+    urdf = (source / "robot.urdf").read_text()
+    (tmp_path / "robot.urdf").write_text(urdf)
+    base = "closed_loop: [['closedloop1_A', 'closedloop1_B']]\nname_mot: ['mot1', 'mot2']\n"
+    # the weld as a 3d closure, the free joint as a ball: a three-dof ball in the loop
+    (tmp_path / "robot.yaml").write_text(
+        base + "type: ['3d']\njoint_name: ['free1']\njoint_type: ['SPHERICAL']\n"
+    )
+    chain = read_folder(tmp_path)
+    assert {"free1_X", "free1_Y", "free1_Z"} <= set(chain.joint_names)
+    assert "free1" not in chain.joint_names
+    (tmp_path / "robot.yaml").write_text(
+        base + "type: ['6d']\njoint_name: ['free1']\njoint_type: ['UJOINT_ZY']\n"
+    )
+    chain = read_folder(tmp_path)
+    assert {"free1_Z", "free1_Y"} <= set(chain.joint_names)
+    # a motor tied to another by the closure: the same motor twice is refused by name
+    (tmp_path / "robot.yaml").write_text(
+        "closed_loop: [['closedloop1_A', 'closedloop1_B']]\ntype: ['6d']\n"
+        "name_mot: ['mot1', 'mot2', 'free1']\njoint_name: ['closedloop1_A', 'closedloop1_B']\n"
+        "joint_type: ['FIXED', 'FIXED']\n"
+    )
+    with pytest.raises(WorkbenchError, match=r"not independent.*free1"):
+        read_folder(tmp_path)
+    (tmp_path / "robot.yaml").write_text(
+        base + "type: ['6d']\njoint_name: ['free1']\njoint_type: ['BALL']\n"
+    )
+    with pytest.raises(WorkbenchError, match="joint_type 'BALL' of 'free1'"):
+        read_folder(tmp_path)
+    (tmp_path / "robot.yaml").write_text(base + "type: ['6d', '3d']\n")
+    with pytest.raises(WorkbenchError, match="'type' must give one of 6d, 3d per closed_loop"):
+        read_folder(tmp_path)
+
+
+def test_info_names_motors_and_mobility():
+    path = FOLDERS / "cassie_like"
+    out = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "info", str(path / "robot.yaml"),
+         "--tool", "foot_frame"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    motors = yaml.safe_load((path / "robot.yaml").read_text())["name_mot"]
+    line = next(line for line in out.splitlines() if "motors" in line)
+    assert ", ".join(motors) in line
+    assert f"mobility {MOBILITY['cassie_like']}" in out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mjcf_export_loads_in_mujoco_closed(name, tmp_path):
+    """MuJoCo reads the export; its equality constraints hold at the home keyframe."""
+    mujoco = pytest.importorskip("mujoco")
+    out = tmp_path / f"{name}.xml"
+    tool = {"5bar_linkage": "effector", "robot_delta": "effector", "cassie_like": "foot_frame"}
+    subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "export", str(FOLDERS / name / "robot.yaml"),
+         "--mjcf", str(out), "--tool", tool[name]],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    model = mujoco.MjModel.from_xml_path(str(out))
+    chain = closed_chains.load(FOLDERS / name / "robot.yaml", tool=tool[name])
+    assert {model.joint(i).name for i in range(model.njnt)} <= set(chain.joint_names)
+    assert model.neq >= len(chain.closures) and model.nu == len(chain.actuated)
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_forward(model, data)
+    equality = data.efc_type[: data.nefc] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+    assert equality.any() and np.abs(data.efc_pos[: data.nefc][equality]).max() <= 1e-9
