@@ -56,17 +56,23 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "file_formats.md"
 GETTERS = ("section", "sections", "number", "integer", "boolean", "string", "strings", "array",
            "raw")  # fmt: skip
-ROBOT_OF = {"staubli_tx40": "staubli_tx40", "ur10": "ur10e"}  # models/ folder -> model name
+ROBOT_OF = {  # models/ folder -> model name or URDF
+    "staubli_tx40": "staubli_tx40", "ur10": "ur10e",
+    **{robot: str(ROOT / "models" / "mukca" / "urdf" / urdf)
+       for robot, urdf in (("panda_1", "panda.urdf"), ("kuka_14", "iiwa14.urdf"),
+                           ("dinova_1", "gen3lite.urdf"))},
+}  # fmt: skip
 
 
 @cache
-def _chain(name: str):
-    return models.load(name)
+def _chain(name: str, joints: tuple[str, ...] | None = None):
+    return models.load(name, joints=joints)
 
 
 def _read_log_description(path: Path) -> None:
-    recording.described_joints(path)  # what the command asks first, to load a whole robot
-    recording.read_description(path, _chain(ROBOT_OF[path.parent.name]))
+    joints, _, _ = recording.described_joints(path)  # what the command asks first (whole robot)
+    chain = _chain(ROBOT_OF[path.parent.name], tuple(joints) if joints else None)
+    recording.read_description(path, chain)
 
 
 def _read_drive_file(path: Path) -> None:
@@ -85,8 +91,8 @@ class Format:
 FORMATS = (
     Format(
         "Log description",
-        ("workbench/recordings/recording.py",),
-        ("models/*/identification*.toml", "models/ur10/calibration.toml"),
+        ("workbench/recordings/recording.py", "workbench/recordings/fixture_sections.py"),
+        ("models/*/identification*.toml", "models/ur10/calibration.toml", "models/mukca/*/*.toml"),
         _read_log_description,
     ),
     Format(

@@ -191,6 +191,16 @@ def rpy_to_matrix(rpy: ArrayLike) -> Array:
     )
 
 
+def matrix_to_rpy(R: ArrayLike) -> Array:
+    """(roll, pitch, yaw) with ``R = Rz(yaw) Ry(pitch) Rx(roll)`` (URDF), pitch in [-pi/2, pi/2];
+    (..., 3, 3) -> (..., 3). The inverse of :func:`rpy_to_matrix` away from pitch = +-pi/2."""
+    R = np.asarray(R, dtype=float)
+    roll = np.arctan2(R[..., 2, 1], R[..., 2, 2])
+    pitch = np.arctan2(-R[..., 2, 0], np.hypot(R[..., 2, 1], R[..., 2, 2]))
+    yaw = np.arctan2(R[..., 1, 0], R[..., 0, 0])
+    return np.stack([roll, pitch, yaw], axis=-1)
+
+
 def exp_se3(V: ArrayLike) -> Array:
     """Homogeneous transform exp([V]); (..., 6) -> (..., 4, 4)."""
     V = np.asarray(V, dtype=float)

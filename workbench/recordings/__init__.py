@@ -13,6 +13,8 @@ Importable without calibration: experiment design, payload identification and
   source gives
 - ``bags``: joint states and poses of ROS 1/2 bags and MCAP files (rosbags)
 - ``recording``: the TOML log description and everything it may say about a recording
+- ``fixture_sections``: its ``[[fixtures]]`` and ``[[distances]]``: samples resting on
+  fixed points or planes, known distances between them
 - ``log``: the ``Log``: a recording's samples in memory
 - ``log_files``: any log file read as a ``Log``, and a ``Log`` written
 - ``chunked_logs``: logs too long for memory: Parquet files and chunk directories read by

@@ -42,6 +42,33 @@ class Marker:
 
 
 @dataclass(frozen=True)
+class Fixture:
+    """Samples whose marker is not measured but rests on something fixed in the world.
+
+    ``kind`` "point": in every sample of ``rows`` (N,) bool the origin of
+    marker ``marker`` is at one unknown world point; "plane": it lies on
+    one unknown world plane. The point or plane is estimated with the
+    joints (:mod:`workbench.calibration.fitting.fixtures`).
+    """
+
+    name: str
+    kind: str
+    marker: str
+    rows: Array
+
+    def subset(self, rows: np.ndarray) -> Fixture:
+        return replace(self, rows=self.rows[rows])
+
+
+@dataclass(frozen=True)
+class Distance:
+    """A known distance (m) between two point fixtures (e.g. two sockets of one tool)."""
+
+    between: tuple[str, str]
+    value: float
+
+
+@dataclass(frozen=True)
 class Defaults:
     """Calibration settings a log description asks for (command-line options override them).
 
@@ -76,7 +103,9 @@ class Log:
     ``clock`` what :mod:`workbench.recordings.clock` found in its time stamps;
     ``temperature`` (N, n) each joint's drive temperature (any unit of
     degrees, e.g. deg C: the temperature friction term uses differences from
-    the log's mean only), None when not logged.
+    the log's mean only), None when not logged; ``fixtures`` the samples whose
+    unmeasured marker rests on a fixed point or plane, ``distances`` known
+    distances between point fixtures.
     """
 
     t: Array  # (N,)
@@ -102,6 +131,8 @@ class Log:
     segments: tuple[tuple[int, int], ...] | None = None
     clock: dict | None = None
     temperature: Array | None = None  # (N, n) drive temperatures
+    fixtures: tuple[Fixture, ...] = ()
+    distances: tuple[Distance, ...] = ()
 
     def __len__(self) -> int:
         return self.t.shape[0]
@@ -114,7 +145,8 @@ class Log:
             if f.name in _SAMPLED and getattr(self, f.name) is not None
         }
         markers = tuple(m.subset(rows) for m in self.markers)
-        return replace(self, **take, markers=markers, segments=None)
+        fixtures = tuple(f.subset(rows) for f in self.fixtures)
+        return replace(self, **take, markers=markers, fixtures=fixtures, segments=None)
 
     def spans(self) -> tuple[tuple[int, int], ...]:
         """The ``(start, stop)`` sample ranges filtered and decimated on their own."""

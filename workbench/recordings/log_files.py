@@ -40,12 +40,11 @@ import os
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import savgol_filter
 
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError, excerpt
 from workbench.lie import Array
-from workbench.recordings import bags, plausibility, recording
+from workbench.recordings import bags, plausibility, recording, signals
 from workbench.recordings.clock import resample, uniform_clock
 from workbench.recordings.log import Defaults, Log, Marker
 from workbench.recordings.tables import DroppedRow, Table, read_header, read_table, write_table
@@ -211,7 +210,8 @@ def savgol_derivatives(
             f"{order} and at most the number of samples {q.shape[0]}"
         )
     kw = dict(window_length=window, polyorder=order, delta=period, axis=0, mode="interp")
-    return savgol_filter(q, deriv=1, **kw), savgol_filter(q, deriv=2, **kw)
+    savgol = signals.scipy_signal().savgol_filter
+    return savgol(q, deriv=1, **kw), savgol(q, deriv=2, **kw)
 
 
 def write_log(path: str | os.PathLike, log: Log) -> Path:
@@ -268,7 +268,9 @@ def _check_header(table: Table, chain: Chain, require: tuple[str, ...]) -> dict[
 def _check_required(log: Log, require: tuple[str, ...]) -> None:
     if "tau" in require and log.tau is None:
         raise WorkbenchError(f"{log.source}: this calibration needs joint torques; none are logged")
-    if "position" in require and not any(m.position is not None for m in log.measured_markers()):
+    measured = any(m.position is not None for m in log.measured_markers())
+    if "position" in require and not (measured or log.fixtures):
         raise WorkbenchError(
-            f"{log.source}: this calibration needs measured tool or marker positions; none logged"
+            f"{log.source}: this calibration needs measured tool or marker positions, or "
+            "fixtures; none logged"
         )

@@ -9,6 +9,9 @@ still be usable) naming the column and the likely cause:
 * joint positions outside the joint range by more than 10 % of the range
   (at least 0.1 rad or 10 mm): an error, with "looks like degrees" (or
   millimetres) when the values divided by 180/pi (or 1000) fit the range;
+  a warning when a revolute joint's values all stay within +-pi (no angle in
+  degrees of a joint that moves; the model's limits are likely narrower than
+  the robot's, as in the Kinova Gen3 lite URDF of the MUKCa data);
 * joint speeds whose 99th percentile exceeds twice the velocity limit: an
   error (degrees, or a time column in ms);
 * measured marker positions spread over more than 20 times the robot's
@@ -221,11 +224,18 @@ def _check_range(log: Log, chain: Chain, j: int, where: str) -> None:
     row = int(np.argmax(outside))
     value = float(q[row])
     unit = "m" if prismatic else "rad"
-    raise WorkbenchError(
+    message = (
         f"{where}: joint '{chain.joint_names[j]}' reaches {value:.6g} {unit} at sample {row} "
         f"(t = {log.t[row]:.6g} s), outside its range [{lower:.4g}, {upper:.4g}] {unit}"
-        + _unit_hint(value, lower, upper, prismatic)
     )
+    if not prismatic and np.abs(q).max() <= np.pi:
+        warnings.warn(
+            f"{message}; every value is an angle within +-pi, so the model's limits are likely "
+            "narrower than the robot's (the values are used as they are)",
+            WorkbenchWarning, stacklevel=4,
+        )  # fmt: skip
+        return
+    raise WorkbenchError(message + _unit_hint(value, lower, upper, prismatic))
 
 
 def _check_speed(log: Log, chain: Chain, j: int, where: str) -> None:

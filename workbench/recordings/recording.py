@@ -70,6 +70,12 @@ Sections and keys (every key is checked; unknown keys are errors):
     columns) with ``rotation_type`` ("rotation_vector", "quaternion_xyzw",
     "quaternion_wxyz" or "rpy" = URDF roll-pitch-yaw) and ``rotation_unit``
     ("rad" or "deg", for rotation vectors and rpy).
+    A marker with neither rests in fixtures.
+``[[fixtures]]``, ``[[distances]]``
+    Samples whose unmeasured marker rests at an unknown world point or on an
+    unknown plane, chosen by a column of the positions' file, and known
+    distances between point fixtures (static poses only; see
+    :mod:`workbench.recordings.fixture_sections`).
 ``[postures]``
     Poses from a bag topic (``[[markers]] file = BAG``, ``topic``,
     ``child_frame`` for ``/tf``) are matched to the joint positions by time:
@@ -132,6 +138,7 @@ from workbench.identification.drives import TERMS
 from workbench.lie import Array
 from workbench.recordings import bags, signals, standstill
 from workbench.recordings import clock as clock_module
+from workbench.recordings.fixture_sections import read_fixtures
 from workbench.recordings.log import Defaults, Log, Marker
 from workbench.recordings.plausibility import check_channels
 from workbench.recordings.tables import Table, read_table
@@ -227,6 +234,11 @@ def _read(
     frame = top.section("measurement_frame")
     frame_known = frame.boolean("known", True)
     frame.done()
+    fixtures, distances = read_fixtures(top, reader.table(positions), [m for m, _ in markers])
+    if fixtures and (time.table or any(_is_bag_table(t) for _, t in markers)):
+        raise WorkbenchError(
+            f"{path}: [[fixtures]] need a set of static poses: no [time] and no poses from bags"
+        )
     posed = [(m, table) for m, table in markers if _is_bag_table(table)]
     markers = [(m, table) for m, table in markers if not _is_bag_table(table)]
     csv_tables = [table for _, table in [*blocks.values(), *markers] if not _is_bag_table(table)]
@@ -239,6 +251,7 @@ def _read(
         for k in ("q", "dq", "tau", "temperature")
     )
     markers = [m.subset(rows[id(table)]) for m, table in markers]
+    fixtures = tuple(f.subset(rows[id(q_table)]) for f in fixtures) if rows else fixtures
     ddq = None
     tables = csv_tables
 
@@ -306,6 +319,8 @@ def _read(
         payload=payload,
         segments=segments,
         temperature=temperature,
+        fixtures=fixtures,
+        distances=distances,
         clock=found
         if posed
         else clock.summary()
@@ -725,9 +740,7 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
         cols = section.strings("rotation", length=width)
         values = table.values[:, [table.index(c) for c in cols]]
         rotation = _rotation(values, kind, section)
-    if position is None and rotation is None:
-        raise WorkbenchError(f"{section.where('position')}: a marker needs position or rotation")
-    section.done()
+    section.done()  # a marker without position or rotation must rest in a fixture
     return Marker(name, frame, position, rotation), table, where
 
 

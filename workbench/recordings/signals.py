@@ -31,13 +31,19 @@ Arrays carry time on axis 0.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import signal
 
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+
+
+def scipy_signal():
+    """``scipy.signal``, imported when first needed (a second of every command's start-up,
+    and logs of static poses never filter)."""
+    return importlib.import_module("scipy.signal")
 
 
 def lowpass(x: Array, sample_rate: float, cutoff: float, order: int = 4, what: str = "signal"):
@@ -54,14 +60,14 @@ def lowpass(x: Array, sample_rate: float, cutoff: float, order: int = 4, what: s
             f"{what}: low-pass cut-off {cutoff:g} Hz must lie in (0, {nyquist:g}) Hz, "
             f"below the Nyquist frequency of {sample_rate:g} Hz sampling"
         )
-    sos = signal.butter(order, cutoff / nyquist, output="sos")
+    sos = scipy_signal().butter(order, cutoff / nyquist, output="sos")
     needed = filter_length(order)
     if x.shape[0] <= needed:
         raise WorkbenchError(
             f"{what}: {x.shape[0]} samples are too few for the order-{order} low-pass filter "
             f"(it needs more than {needed})"
         )
-    return signal.sosfiltfilt(sos, x, axis=0)
+    return scipy_signal().sosfiltfilt(sos, x, axis=0)
 
 
 def filter_length(order: int) -> int:
@@ -78,7 +84,7 @@ def derivatives(q: Array, dt: float) -> tuple[Array, Array]:
 
 def fir(factor: int) -> Array:
     """The anti-aliasing filter of :func:`decimate` (module docstring, step 3)."""
-    return signal.firwin(20 * factor + 1, 0.8 / factor)
+    return scipy_signal().firwin(20 * factor + 1, 0.8 / factor)
 
 
 def decimate(x: Array, factor: int) -> Array:
@@ -128,7 +134,7 @@ def decimate_range(
         inside = np.asarray(rows(max(start, 0), min(stop, samples)), dtype=float)
         window = np.zeros((stop - start, *inside.shape[1:]))
         window[max(-start, 0) : max(-start, 0) + inside.shape[0]] = inside
-        full = signal.upfirdn(h, window, down=factor, axis=0)
+        full = scipy_signal().upfirdn(h, window, down=factor, axis=0)
         parts.append(full[20 : 20 + end - begin])  # output j is centred at 2 half + j factor
     return np.concatenate(parts)
 

@@ -132,24 +132,29 @@ def plot_residuals(
     *,
     unit: str = "",
 ) -> Path:
-    """Residuals (N, m) before and after calibration: RMS per channel (top), histograms (bottom)."""
-    before = _matrix(before, "residuals before", len(labels))
-    after = _matrix(after, "residuals after", len(labels))
+    """Residuals (N, m) before and after calibration: RMS per channel (top), histograms (bottom).
+
+    NaN entries are channels without a value in that sample (a marker not seen, a fixture
+    that does not hold it) and are left out."""
+    before = _matrix(before, "residuals before", len(labels), missing=True)
+    after = _matrix(after, "residuals after", len(labels), missing=True)
     suffix = f" [{unit}]" if unit else ""
     fig = Figure(figsize=FIGSIZE, layout="constrained")
     top, bottom = fig.subplots(2, 1)
     rms = {
-        name: np.sqrt(np.mean(r**2, axis=0)) for name, r in (("before", before), ("after", after))
+        name: np.sqrt(np.nansum(r**2, axis=0) / _counts(r))
+        for name, r in (("before", before), ("after", after))
     }
     _grouped_bars(top, labels, rms)
     if all(np.all(v > 0) for v in rms.values()):
         top.set_yscale("log")  # after calibration the bars are often orders smaller
     top.set_title("Held-out residual RMS per channel")
     _finish(top, None, "RMS" + suffix)
-    values = np.concatenate([before.ravel(), after.ravel()])
+    before, after = before[np.isfinite(before)], after[np.isfinite(after)]
+    values = np.concatenate([before, after])
     bins = np.linspace(values.min(), values.max(), 51) if np.ptp(values) > 0 else 10
-    bottom.hist(before.ravel(), bins=bins, alpha=0.6, label="before")
-    bottom.hist(after.ravel(), bins=bins, alpha=0.6, label="after")
+    bottom.hist(before, bins=bins, alpha=0.6, label="before")
+    bottom.hist(after, bins=bins, alpha=0.6, label="after")
     bottom.set_title("Residual distribution (all channels)")
     _finish(bottom, "residual" + suffix, "count")
     return _save(fig, path)
@@ -241,11 +246,21 @@ def _time_series(
     return t, x
 
 
-def _matrix(x: ArrayLike, what: str, width: int | None) -> Array:
+def _counts(x: Array) -> Array:
+    """Finite entries per column, NaN for a column without any (it gets no bar)."""
+    counts = np.isfinite(x).sum(axis=0).astype(float)
+    counts[counts == 0] = np.nan
+    return counts
+
+
+def _matrix(x: ArrayLike, what: str, width: int | None, missing: bool = False) -> Array:
+    """x as an (N, width) float array of finite values (``missing``: NaN allowed)."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 2 or (width is not None and x.shape[1] != width):
         expected = f"(N, {width})" if width is not None else "(N, m)"
         raise WorkbenchError(f"{what} has shape {x.shape}; expected {expected}")
+    if missing and not np.isinf(x).any() and np.isfinite(x).any():
+        return x
     if not np.isfinite(x).all():
         sample, column = np.argwhere(~np.isfinite(x))[0]
         raise WorkbenchError(

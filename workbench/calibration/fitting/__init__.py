@@ -2,6 +2,8 @@
 
 - ``kinematic``, ``kinematic_kernels``: the Levenberg-Marquardt problem of measured poses
   (markers, device frame, gauge) and its compiled normal equations
+- ``fixtures``: markers resting at unknown points or on unknown planes: their residuals,
+  steps and gauge
 - ``twist``: joint twists from joint torques (d tau / d eta)
 - ``dynamic``: Gautier's weighted least squares of the torque equations of a log in memory
 - ``drive_shapes``: Stribeck speeds, the sensor delay and load torques by outer searches

@@ -73,6 +73,7 @@ import numpy as np
 from scipy.linalg import block_diag
 
 from workbench import lie
+from workbench.calibration.fitting import fixtures as fx
 from workbench.calibration.fitting import kinematic_kernels as kk
 from workbench.calibration.fitting.solver import (
     Normal,
@@ -88,7 +89,7 @@ from workbench.dynamics.kinematics import path_to
 from workbench.errors import WorkbenchError
 from workbench.eta import eta_between, identifiable_eta_basis
 from workbench.lie import Array
-from workbench.recordings.log import Log, Marker
+from workbench.recordings.log import Distance, Fixture, Log, Marker
 from workbench.runtime import run_batched
 
 PARAMETERS = ("frames", "offsets", "twists")  # nested: each holds the one before
@@ -114,6 +115,7 @@ class KinematicModel:
     coordinates: Array = field(default_factory=lambda: np.zeros(0))
     reference: Array | None = None  # (n, 6) twists: the nominal's twists
     twist_map: Array | None = None  # (k, 6 n) twists: T above
+    fixtures: Array = field(default_factory=lambda: np.zeros((0, 4)))  # (F, 4) fixtures' states
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,12 @@ class Linearisation:
     Rw: Array | None = None
     P: Array | None = None
     preferred: int = 0
+    free: Array | None = None  # (p, l): the columns of P the steps may take (the gauge held)
+
+    @property
+    def candidates(self) -> Array:
+        """The directions the subspace is chosen among: ``P``, or ``P free`` with a gauge."""
+        return self.P if self.free is None else self.P @ self.free
 
     @functools.cached_property
     def coordinates(self) -> Array:
@@ -172,6 +180,13 @@ class KinematicProblem:
     norm of the data Jacobian's column of ``c_i`` at the nominal: with
     ``ridge = 1`` the prior weighs each coordinate as much as all the data
     alone would.
+
+    ``fixtures`` hold samples whose unmeasured marker rests at an unknown
+    point or on an unknown plane, estimated with the rest, and ``distances``
+    known distances between point fixtures (:mod:`workbench.calibration.
+    fixtures`: their residuals follow the markers', their steps (3 each) the
+    markers' frames; without a measured marker the world placement, and
+    without a distance the scale, are held: :meth:`free`).
     """
 
     q: Array
@@ -180,6 +195,9 @@ class KinematicProblem:
     rotation_weight: float = 1.0
     parameters: str = "twists"
     ridge: float = 0.0
+    fixtures: tuple[Fixture, ...] = ()
+    distances: tuple[Distance, ...] = ()
+    source: str = "<memory>"
 
     def __post_init__(self) -> None:
         if self.parameters not in PARAMETERS:
@@ -193,18 +211,25 @@ class KinematicProblem:
     @classmethod
     def from_log(cls, log: Log, rotation_weight: float = 1.0) -> KinematicProblem:
         markers = log.measured_markers()
-        if not any(m.position is not None for m in markers):
+        if not any(m.position is not None for m in markers) and not log.fixtures:
             raise WorkbenchError(
                 f"{log.source}: kinematic calibration needs measured positions (px, py, pz "
-                "or markers)"
+                "or markers) or fixtures"
             )
-        return cls(log.q, markers, log.frame_known, rotation_weight)
+        measured = any(m.position is not None or m.rotation is not None for m in markers)
+        return cls(
+            log.q, markers, log.frame_known or not measured, rotation_weight,
+            fixtures=log.fixtures, distances=log.distances, source=log.source,
+        )  # fmt: skip
 
     def __len__(self) -> int:
         return self.q.shape[0]
 
     def subset(self, rows: np.ndarray) -> KinematicProblem:
-        return replace(self, q=self.q[rows], markers=tuple(m.subset(rows) for m in self.markers))
+        return replace(
+            self, q=self.q[rows], markers=tuple(m.subset(rows) for m in self.markers),
+            fixtures=tuple(f.subset(rows) for f in self.fixtures),
+        )  # fmt: skip
 
     @property
     def has_rotation(self) -> bool:
@@ -222,15 +247,48 @@ class KinematicProblem:
             reference = chain.twists.copy()
             twist_map = np.linalg.pinv(block_diag(*-lie.ad(chain.twists)) @ basis)
             size = basis.shape[1]
-        return KinematicModel(chain, np.eye(4), placements, np.zeros(size), reference, twist_map)
+        model = KinematicModel(chain, np.eye(4), placements, np.zeros(size), reference, twist_map)
+        if not self.fixtures:
+            return model
+        states = fx.start_states(self._kinds, self.fixture_points(model))
+        return replace(model, fixtures=states)
+
+    def fixture_points(self, model: KinematicModel) -> list[Array]:
+        """Per fixture, its samples' predicted marker origins (N_f, 3) in the device frame."""
+        points = self.predict(model)
+        return [points[self._marker_index[f.marker]][0][f.rows] for f in self.fixtures]
+
+    @functools.cached_property
+    def _kinds(self) -> tuple[str, ...]:
+        return tuple(f.kind for f in self.fixtures)
+
+    @functools.cached_property
+    def _marker_index(self) -> dict[str, int]:
+        return {m.name: k for k, m in enumerate(self.markers)}
+
+    @functools.cached_property
+    def _distance_index(self) -> tuple[tuple[int, int, float], ...]:
+        index = {f.name: k for k, f in enumerate(self.fixtures)}
+        return tuple((index[a], index[b], d.value) for d in self.distances for a, b in [d.between])
+
+    @property
+    def measured(self) -> bool:
+        """Whether some marker is measured (else the world placement is a gauge)."""
+        return any(m.position is not None or m.rotation is not None for m in self.markers)
 
     def _model(self, model: Chain | KinematicModel) -> KinematicModel:
         return self.start(model) if isinstance(model, Chain) else model
 
     @property
     def sizes(self) -> tuple[int, int]:
-        """Lengths of the device and marker blocks, after the 6 n joint entries."""
+        """Lengths of the device and marker blocks, after the 6 n joint entries (the fixtures'
+        3 F entries come last)."""
         return 0 if self.device_known else 6, 6 * len(self.markers)
+
+    def width(self, chain: Chain) -> int:
+        """Entries before the fixtures' steps: joints, device, markers."""
+        d, m = self.sizes
+        return 6 * chain.n + d + m
 
     def retract(self, model: KinematicModel, delta: Array) -> KinematicModel:
         """Apply a step: eta by ``with_eta`` (eq. 6), device and markers by left motions.
@@ -250,22 +308,30 @@ class KinematicProblem:
         device = model.device
         if d:
             device = lie.exp_se3(delta[6 * n : 6 * n + 6]) @ device
-        frames = lie.exp_se3(delta[6 * n + d :].reshape(-1, 6)) @ model.placements
+        w = self.width(model.chain)
+        frames = lie.exp_se3(delta[6 * n + d : w].reshape(-1, 6)) @ model.placements
+        states = fx.retract(self._kinds, model.fixtures, delta[w:])
         coordinates = model.coordinates + step
         if self.parameters == "twists":
             coordinates = model.twist_map @ (chain.twists - model.reference).ravel()
         moved = replace(
-            model, chain=chain, device=device, placements=frames, coordinates=coordinates
-        )
-        if self.parameters == "offsets":
-            for j in np.flatnonzero(step):
-                P, _ = self.prior(moved)
-                one = P[:, d + j] * step[j]
-                moved = replace(
-                    moved,
-                    chain=moved.chain.with_eta(np.concatenate([one[: 6 * n], np.zeros(6)])),
-                    placements=lie.exp_se3(one[6 * n + d :].reshape(-1, 6)) @ moved.placements,
-                )
+            model, chain=chain, device=device, placements=frames, coordinates=coordinates,
+            fixtures=states,
+        )  # fmt: skip
+        if self.parameters == "offsets":  # q + o: link i moves by L_i = L_parent E_i, E_i =
+            chain = moved.chain  # exp(A_i o_i) (the product of exponentials at q = o)
+            E = lie.exp_se3(chain.twists * step[:, None])
+            L = np.empty((n, 4, 4))
+            for i, parent in enumerate(chain.parents):
+                L[i] = E[i] if parent < 0 else L[parent] @ E[i]
+            by_link = np.concatenate([np.eye(4)[None], L])  # index link + 1 (base: -1)
+            eta = np.zeros((n + 1, 6))
+            eta[:n] = lie.log_se3(by_link[chain.parents + 1])  # a joint moves with its parent
+            links = np.array([_parent(chain, m) for m in self.markers], dtype=np.int64)
+            moved = replace(
+                moved, chain=chain.with_eta(eta.ravel()),
+                placements=by_link[links + 1] @ moved.placements,
+            )  # fmt: skip
         return moved
 
     def prior(self, model: KinematicModel) -> tuple[Array, int]:
@@ -275,11 +341,18 @@ class KinematicProblem:
         eta block of every joint after j and on the frame of every marker
         after j (``offsets``, at the current twists, so that steps add up
         exactly); the twist-changing eta directions at the current twists
-        (``twists``).
+        (``twists``). A marker whose rotation is not measured moves by
+        translations only (its rotation is unseen and stays the nominal's).
+        Then the fixtures' steps, independent like the markers'.
         """
         chain = model.chain
         n = chain.n
         d, m = self.sizes
+        m += fx.STEP * len(self.fixtures)
+        frames = np.eye(d + m)  # device, markers and fixtures: their own directions
+        unseen = [6 * k + d + a for k, mk in enumerate(self.markers) if mk.rotation is None
+                  for a in range(3)]  # fmt: skip
+        frames = np.delete(frames, unseen, axis=1)
         if self.parameters == "offsets":
             joints = np.zeros((6 * n + d + m, n))
             after = chain.ancestors[:, chain.parents.clip(0)] & (chain.parents >= 0)[None]
@@ -289,18 +362,78 @@ class KinematicProblem:
             for k, path in enumerate(self._paths(chain)):
                 for j in path:
                     joints[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6, j] = chain.twists[j]
-            frames = np.zeros((6 * n + d + m, d + m))
-            frames[6 * n :] = np.eye(d + m)
-            return np.hstack([frames[:, :d], joints, frames[:, d:]]), d
+            placed = np.zeros((6 * n + d + m, frames.shape[1]))
+            placed[6 * n :] = frames
+            return np.hstack([placed[:, :d], joints, placed[:, d:]]), d
         joints = np.zeros((6 * n, 0))
         if self.parameters == "twists":
             joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
         k = joints.shape[1]
-        P = np.zeros((6 * n + d + m, k + d + m))  # joints, device and markers block-diagonal
+        P = np.zeros((6 * n + d + m, k + frames.shape[1]))  # joints, the rest block-diagonal
         P[: 6 * n, :k] = joints
-        P[6 * n :, k:] = np.eye(d + m)
+        P[6 * n :, k:] = frames
         order = np.r_[k : k + d, :k, k + d : P.shape[1]]  # device first (preferred)
         return P[:, order], d
+
+    def free(self, model: KinematicModel, P: Array) -> Array | None:
+        """Orthonormal columns N (c, l) such that the steps ``P N y`` hold the gauge; None when
+        nothing needs holding (a measured marker, or no fixture).
+
+        The held directions (:mod:`workbench.calibration.fitting.fixtures`): the world
+        placement, moving the joints (``eta_j = xi``), the markers (``xi``) and
+        the fixtures together (6), and without a known distance the scale
+        (``-ad_{A_j} eta_j = (0, v_j)``, marker translations, fixture points
+        and plane offsets, 1). A step of P is held when its effect (the twist
+        changes ``-ad_{A_j} eta_j``, eq. 8, and the marker and fixture
+        steps) is one of theirs: N spans the complement of those steps in
+        P's coordinates (for ``twists`` all of them, for ``offsets`` the base
+        joint's, for ``frames`` none).
+        """
+        if self.measured or not self.fixtures:
+            return None
+        chain, n = model.chain, model.chain.n
+        M = len(self.markers)
+        held = []
+        for xi in np.eye(6):
+            steps = fx.gauge_steps(self._kinds, model.fixtures, xi)
+            held.append(np.concatenate([np.tile(xi, n), np.tile(xi, M), steps]))
+        if not self.distances:
+            ad = -lie.ad(chain.twists)  # (n, 6, 6)
+            twist_scale = np.zeros_like(chain.twists)
+            twist_scale[:, 3:] = chain.twists[:, 3:]
+            eta = np.concatenate(
+                [np.linalg.pinv(a) @ v for a, v in zip(ad, twist_scale, strict=True)]
+            )
+            markers = np.zeros((M, 6))
+            markers[:, 3:] = model.placements[:, :3, 3]
+            steps = fx.scale_steps(self._kinds, model.fixtures)
+            held.append(np.concatenate([eta, markers.ravel(), steps]))
+        effect_held = self._effect(model, np.stack(held, axis=1))
+        effect = self._effect(model, P)
+        Q = np.linalg.qr(effect_held)[0]
+        rest = effect - Q @ (Q.T @ effect)  # what of each step is not a gauge motion
+        _, s, Vt = np.linalg.svd(rest / np.linalg.norm(effect, axis=0), full_matrices=True)
+        rank = int(np.sum(s > 1e-9 * s[0]))
+        return Vt[:rank].T
+
+    def _effect(self, model: KinematicModel, X: Array) -> Array:
+        """Effects of steps X (p, c): twist changes ``-ad_{A_j} eta_j`` (eq. 8), the marker
+        frame's motion (of its origin, ``v + omega x t``, when its rotation is not measured),
+        the device's and fixtures' steps as they are."""
+        chain = model.chain
+        n = chain.n
+        d, _ = self.sizes
+        X = X.reshape(X.shape[0], -1)
+        parts = [np.einsum("nij,njc->nic", -lie.ad(chain.twists), X[: 6 * n].reshape(n, 6, -1))
+                 .reshape(6 * n, -1), X[6 * n : 6 * n + d]]  # fmt: skip
+        for k, marker in enumerate(self.markers):
+            block = X[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6]
+            if marker.rotation is None:
+                t = model.placements[k, :3, 3]
+                block = block[3:] + np.cross(block[:3].T, t).T
+            parts.append(block)
+        parts.append(X[self.width(chain) :])
+        return np.concatenate(parts)
 
     def coordinate_jacobian(self, model: KinematicModel, linear: Linearisation) -> Array:
         """``d coordinates / d delta`` (k, p) at ``model`` (:class:`KinematicModel`): offsets
@@ -327,7 +460,8 @@ class KinematicProblem:
     def linearise(self, model: KinematicModel, weights: Array | None = None) -> Linearisation:
         """Residuals and triangular factors of ``[J P | r]`` (and with weights) (no dense J)."""
         P, preferred = self.prior(model)
-        return self._run(model, projection=P, weights=weights, preferred=preferred)
+        linear = self._run(model, projection=P, weights=weights, preferred=preferred)
+        return replace(linear, free=self.free(model, P))
 
     def predict(self, model: KinematicModel) -> list[tuple[Array, Array]]:
         """Per marker: predicted positions (N, 3) and rotations (N, 3, 3) in the device frame."""
@@ -356,10 +490,10 @@ class KinematicProblem:
         chain = model.chain
         n, N = chain.n, len(self)
         d, m = self.sizes
-        p = 6 * n + d + m
+        p = 6 * n + d + m  # the markers' columns; the fixtures' follow
         fold = projection is not None
         if fold:
-            proj, lo, hi = _block_projection(projection)
+            proj, lo, hi = _block_projection(projection[:p])
             c = projection.shape[1] + 1
         else:
             proj, lo, hi, c = np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(0, np.int64), 0
@@ -386,7 +520,8 @@ class KinematicProblem:
             for seen, job in zip(self._seen, jobs, strict=True):
                 grid = np.zeros(job[6].shape)
                 size = int(seen.sum()) * grid.shape[1]
-                grid[seen] = np.sqrt(weights[offset : offset + size]).reshape(-1, grid.shape[1])
+                if size:
+                    grid[seen] = np.sqrt(weights[offset : offset + size]).reshape(seen.sum(), -1)
                 sqrt_w.append(grid)
                 offset += size
         factors: list[tuple[int, Array, Array]] = []
@@ -397,6 +532,8 @@ class KinematicProblem:
             for (path, placement, position, rotation, dcol, mcol, r, J), w in zip(
                 jobs, sqrt_w, strict=True
             ):
+                if r.shape[1] == 0:  # a marker that only fixtures see
+                    continue
                 kk.marker_rows(
                     q, twists, path, placement, device, position, rotation,
                     float(self.rotation_weight), dcol, mcol, p, fold, dense, proj, lo, hi, w,
@@ -407,17 +544,62 @@ class KinematicProblem:
         run_batched(chunk, N)
         seen = [np.all(np.isfinite(job[6]), axis=1) for job in jobs]
         r = np.concatenate([job[6][s].ravel() for job, s in zip(jobs, seen, strict=True)])
+        r_fixed, J_fixed = self._fixture_rows(model, fold or dense)
         if dense:
             J = np.concatenate(
                 [job[7][s].reshape(-1, p) for job, s in zip(jobs, seen, strict=True)]
             )
-            return Linearisation(r, J=J)
+            if self.fixtures:
+                J = np.vstack([np.pad(J, ((0, 0), (0, J_fixed.shape[1] - p))), J_fixed])
+            return Linearisation(np.concatenate([r, r_fixed]), J=J)
         if not fold:
-            return Linearisation(r)
+            return Linearisation(np.concatenate([r, r_fixed]))
         factors.sort(key=lambda f: f[0])
-        R = _combine([f[1] for f in factors])
-        Rw = R if weights is None else _combine([f[2] for f in factors])
-        return Linearisation(r, R=R, Rw=Rw, P=projection, preferred=preferred)
+        R = [f[1] for f in factors]
+        Rw = [f[2] for f in factors]
+        if self.fixtures:  # the fixtures' rows [J P | r], folded by a QR of their own
+            rows = np.hstack([J_fixed @ projection, r_fixed[:, None]])
+            R.append(np.linalg.qr(rows, mode="r"))
+            if weights is not None:
+                w = np.sqrt(weights[weights.size - r_fixed.size :])[:, None]
+                Rw.append(np.linalg.qr(w * rows, mode="r"))
+        R_all = _combine(R)
+        Rw_all = R_all if weights is None else _combine(Rw)
+        r = np.concatenate([r, r_fixed])
+        return Linearisation(r, R=R_all, Rw=Rw_all, P=projection, preferred=preferred)
+
+    def _fixture_rows(self, model: KinematicModel, jacobian: bool) -> tuple[Array, Array]:
+        """The fixtures' residuals and (with ``jacobian``) rows (:mod:`.fixtures`), from each
+        fixture's samples' marker origins and their derivatives (kernel rows of a zero
+        measurement: the prediction itself)."""
+        if not self.fixtures:
+            return np.zeros(0), np.zeros((0, 0))
+        chain = model.chain
+        d, _ = self.sizes
+        n, p = chain.n, self.width(chain)
+        twists, device = _c(chain.twists), _c(model.device)
+        empty2, empty3 = np.zeros((0, 0)), np.zeros((0, 0, 0))
+        index = np.zeros(0, np.int64)
+        points, jacobians = [], []
+        paths = self._paths(chain)
+        for fixture in self.fixtures:
+            k = self._marker_index[fixture.marker]
+            q = _c(self.q[fixture.rows])
+            Nf = q.shape[0]
+            out = np.empty((Nf, 3))
+            J = np.zeros((Nf, 3, p)) if jacobian else empty3
+            kk.marker_rows(
+                q, twists, paths[k], _c(model.placements[k]), device, np.zeros((Nf, 3)),
+                np.zeros((0, 3, 3)), 1.0, 6 * n if d else -1, 6 * n + d + 6 * k, p, False,
+                jacobian, empty2, index, index, empty2, out, J, empty2, empty2, 0, Nf,
+            )  # fmt: skip
+            points.append(out)
+            jacobians.append(J)
+        r, J = fx.residual_rows(
+            self._kinds, model.fixtures, points, jacobians if jacobian else None,
+            self._distance_index, p,
+        )  # fmt: skip
+        return r, (J if jacobian else np.zeros((0, 0)))
 
     def _paths(self, chain: Chain) -> tuple[np.ndarray, ...]:
         """Per marker, the joints from the base to its link (cached per chain topology)."""
@@ -500,6 +682,7 @@ class KinematicFit:
     parameters: str = "twists"  # what was fitted (KinematicProblem.parameters)
     ridge: float = 0.0
     prior_weight: Array | None = None  # (k,) ridge * s_i^2: the prior is sum w_i c_i^2 / 2
+    source: str = "<memory>"  # the log fitted (its fixtures' states belong to it)
 
 
 def calibrate_kinematic(
@@ -512,6 +695,7 @@ def calibrate_kinematic(
     max_iterations: int = 50,
     rotation_weight: float | None = None,
     progress: bool = False,
+    frames: KinematicFit | None = None,
 ) -> KinematicFit:
     """Estimate eta, the device frame and marker frames by LM with the analytic Jacobian.
 
@@ -520,11 +704,13 @@ def calibrate_kinematic(
     intersecting axes may see fewer directions than the perturbed one).
     ``loss``/``f_scale`` select a robust loss (IRLS).
     ``rotation_weight`` (m/rad): None estimates it when rotations are
-    measured (module docstring); a number fixes it.
+    measured (module docstring); a number fixes it. ``frames``: the ``frames``
+    candidate already fitted on the same problem with the same settings, where
+    the joints start from (else it is fitted first).
     """
     weight = 1.0 if rotation_weight is None else rotation_weight
     problem = replace(problem, rotation_weight=weight)
-    fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress)
+    fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress, frames)
     if rotation_weight is None and problem.has_rotation and len(problem) > 1:
         estimated = _rotation_weight(problem, fit.model)
         if estimated is not None:
@@ -574,14 +760,19 @@ def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> 
     )
 
 
-def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> KinematicFit:
+def _solve(
+    chain, problem, loss, f_scale, rtol, max_iterations, progress, frames=None
+) -> KinematicFit:
     start = problem.start(chain)
     if problem.parameters != "frames":  # the joints move from the frames' best fit on
-        frames = _solve(
+        frames = frames or _solve(
             chain, replace(problem, parameters="frames", ridge=0.0), loss, f_scale, rtol,
             max_iterations, progress,
         )  # fmt: skip
-        start = replace(start, device=frames.model.device, placements=frames.model.placements)
+        start = replace(
+            start, device=frames.model.device, placements=frames.model.placements,
+            fixtures=frames.model.fixtures,
+        )  # fmt: skip
     d, _ = problem.sizes
     k = start.coordinates.size
     prior_weight = np.zeros(k)  # ridge * s_i^2 (KinematicProblem)
@@ -604,7 +795,7 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
     def subspace(linear: Linearisation) -> Subspace:
         """The identifiable directions at the linearised model (its prior, device preferred)."""
         J = linear.jacobian_factor
-        return identifiable_subspace(J, linear.P, rtol=rtol, preferred=linear.preferred)
+        return identifiable_subspace(J, linear.candidates, rtol=rtol, preferred=linear.preferred)
 
     linearisations: list[Linearisation] = []
 
@@ -661,4 +852,5 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
         parameters=problem.parameters,
         ridge=problem.ridge,
         prior_weight=prior_weight,
+        source=problem.source,
     )

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from workbench import lie
+from workbench.calibration.fitting import fixtures as fx
 from workbench.calibration.fitting.kinematic import (
     PARAMETERS,
     KinematicProblem,
@@ -68,6 +69,19 @@ class KinematicCalibrationProblem(SampleBlocks):
     fit and figure: ``--rotation-weight``, else the ratio of the position and
     rotation residual RMS of the nominal model (the ``frames`` candidate) on
     all samples.
+
+    Fixtures (:mod:`workbench.calibration.fitting.fixtures`): a sample's error is its
+    predicted marker origin minus the fixture's point (its distance to the
+    plane), the point fitted with the model when the fit saw this log, else
+    (a second log, whose fixtures are other things) the held-out samples'
+    own centroid (least-squares plane); a known distance's error is that
+    between the held-out samples' centroids (a fixture without held-out
+    samples: its fitted point) minus the known one, on the block's first
+    sample of the two. The held-out figures: per fixture its ``spread_m``
+    (mean error distance: on a second log the mean distance of its predicted
+    points to their centroid) and the mean absolute ``distance_error_m``;
+    their ``relative_rms`` is relative to :attr:`reach`, the RMS distance
+    of the fixtures' nominal marker origins from the base.
     """
 
     unit = "m"
@@ -87,6 +101,7 @@ class KinematicCalibrationProblem(SampleBlocks):
         self.times = log.t
         self.rotation_weight = options.rotation_weight or 1.0
         self._nominal_fit = None
+        self._frames: dict = {}  # the frames fit per training rows (fit)
         if options.rotation_weight is None and self.problem.has_rotation:
             self._nominal_fit = self._calibrate(
                 replace(self.problem, parameters="frames"), rotation_weight=None
@@ -98,25 +113,41 @@ class KinematicCalibrationProblem(SampleBlocks):
                 labels += [f"{m.name}:p{a}" for a in "xyz"]
             if m.rotation is not None:
                 labels += [f"{m.name}:r{a}" for a in "xyz"]
+        for f in self.problem.fixtures:
+            labels += [f"{f.name}:p{a}" for a in "xyz"] if f.kind == "point" else [f"{f.name}:n"]
+        labels += [f"{'-'.join(d.between)}:distance" for d in self.problem.distances]
         self.labels = tuple(labels)
+        self.reach = 1.0
+        if self.problem.fixtures:
+            start = self.problem.start(chain)
+            points = np.concatenate(self.problem.fixture_points(start))
+            self.reach = float(np.sqrt(np.mean(np.sum(points**2, axis=1))))
 
-    def _calibrate(self, problem: KinematicProblem, rotation_weight: float | None):
+    def _calibrate(self, problem: KinematicProblem, rotation_weight: float | None, frames=None):
         o = self.options
         return calibrate_kinematic(
             self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
-            rotation_weight=rotation_weight, progress=o.progress,
+            rotation_weight=rotation_weight, progress=o.progress, frames=frames,
         )  # fmt: skip
 
     def fit(self, rows: np.ndarray | None, candidate: Candidate | None = None):
-        """Calibrate ``candidate`` (default: the last, most flexible) on ``rows`` (None: all)."""
+        """Calibrate ``candidate`` (default: the last, most flexible) on ``rows`` (None: all);
+        every candidate on the same rows starts from one ``frames`` fit."""
         candidate = candidate or self.candidates[-1]
         if rows is None and candidate == self.nominal_candidate and self._nominal_fit:
             return self._nominal_fit
         problem = self.problem if rows is None else self.problem.subset(rows)
+        key = None if rows is None else np.asarray(rows).tobytes()
+        frames = self._frames.get(key)
+        if frames is None:
+            frames = self._calibrate(replace(problem, parameters="frames"), self.rotation_weight)
+            self._frames[key] = frames
+        if candidate == self.nominal_candidate:
+            return frames
         return self._calibrate(
             replace(problem, parameters=candidate.parameters, ridge=candidate.ridge),
-            self.rotation_weight,
-        )
+            self.rotation_weight, frames,
+        )  # fmt: skip
 
     def baseline(self, rows: np.ndarray | None):
         """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
@@ -126,12 +157,32 @@ class KinematicCalibrationProblem(SampleBlocks):
         problem = self.problem.subset(rows)
         model = problem.start(self.nominal) if fit is None else fit.model
         out = []
-        for marker, (p, R) in zip(problem.markers, problem.predict(model), strict=True):
+        predicted = problem.predict(model)
+        for marker, (p, R) in zip(problem.markers, predicted, strict=True):
             if marker.position is not None:
                 out.append(p - marker.position)
             if marker.rotation is not None:
                 out.append(lie.log_so3(R @ np.swapaxes(marker.rotation, 1, 2)))
+        if problem.fixtures:
+            own = fit is None or fit.source == self.problem.source
+            out.append(_fixture_errors(problem, model, predicted, own))
         return np.concatenate(out, axis=1)
+
+    def _fixture_split(self, errors: Array) -> tuple[dict[str, Array], dict[str, Array]]:
+        """Per fixture its error distances (N,) (NaN off its samples), per distance its
+        errors (N,) (NaN off the rows that hold one)."""
+        column = sum(3 * ((m.position is not None) + (m.rotation is not None))
+                     for m in self.problem.markers)  # fmt: skip
+        fixtures, distances = {}, {}
+        for f in self.problem.fixtures:
+            width = 3 if f.kind == "point" else 1
+            block = errors[:, column : column + width]
+            fixtures[f.name] = np.linalg.norm(block, axis=1) if width == 3 else np.abs(block[:, 0])
+            column += width
+        for d in self.problem.distances:
+            distances["-".join(d.between)] = errors[:, column]
+            column += 1
+        return fixtures, distances
 
     def measured(self, rows: np.ndarray) -> None:
         return None
@@ -150,22 +201,32 @@ class KinematicCalibrationProblem(SampleBlocks):
         return distances, angles
 
     def channels(self, errors: Array) -> tuple[Array, tuple[str, ...], str]:
-        """Per marker its position error (3-D distance, m) and orientation error (angle, rad)."""
+        """Per marker its position error (3-D distance, m) and orientation error (angle, rad);
+        per fixture its error distance (m), per known distance its error (m)."""
         distances, angles = self._split(errors)
+        fixtures, known = self._fixture_split(errors)
         labels = [f"{k} position [m]" for k in distances] + [f"{k} angle [rad]" for k in angles]
-        values = np.stack([*distances.values(), *angles.values()], axis=1)
+        labels += [f"{k} fixture [m]" for k in fixtures]
+        labels += [f"{k} distance error [m]" for k in known]
+        values = np.stack(
+            [*distances.values(), *angles.values(), *fixtures.values(), *known.values()], axis=1
+        )
         return values, tuple(labels), ""
 
     def rms(self, residuals: Sequence[Residuals]) -> float:
-        """RMS of the 3-D position error distances over markers and samples (m)."""
-        distances, _ = self._split(np.concatenate([r.errors for r in residuals]))
-        return _rms(np.stack(list(distances.values()), axis=1))
+        """RMS of the 3-D position error distances over markers, fixtures and samples (m)."""
+        errors = np.concatenate([r.errors for r in residuals])
+        distances, _ = self._split(errors)
+        fixtures, _ = self._fixture_split(errors)
+        return _rms(np.stack([*distances.values(), *fixtures.values()], axis=1))
 
     def loss(self, errors: Array) -> Array:
-        """Per sample, squared distances plus weighted squared angles over the markers (the
-        pooled score's)."""
+        """Per sample, squared distances plus weighted squared angles over the markers, squared
+        fixture and distance errors (the pooled score's)."""
         distances, angles = self._split(errors)
-        out = np.nansum(np.stack(list(distances.values()), axis=1) ** 2, axis=1)
+        fixtures, known = self._fixture_split(errors)
+        lengths = [*distances.values(), *fixtures.values(), *known.values()]
+        out = np.nansum(np.stack(lengths, axis=1) ** 2, axis=1)
         if angles:
             angle2 = np.nansum(np.stack(list(angles.values()), axis=1) ** 2, axis=1)
             out = out + self.rotation_weight**2 * angle2
@@ -178,14 +239,29 @@ class KinematicCalibrationProblem(SampleBlocks):
         errors = np.concatenate([r.errors for r in residuals])
         rows = np.concatenate([r.block for r in residuals])
         distances, angles = self._split(errors)
-        measured = np.stack(
-            [m.position[rows] for m in self.problem.markers if m.position is not None], axis=1
-        )
-        centred = measured - np.nanmean(measured, axis=0)
-        error2 = np.nanmean(np.stack(list(distances.values()), axis=1) ** 2)
-        spread2 = np.nanmean(np.sum(centred**2, axis=2))
-        figures = {"position_rms_m": float(np.sqrt(error2))}
+        error2 = spread2 = 0.0
+        figures: dict[str, Any] = {}
+        if distances:
+            measured = np.stack(
+                [m.position[rows] for m in self.problem.markers if m.position is not None], axis=1
+            )
+            centred = measured - np.nanmean(measured, axis=0)
+            error2 = np.nanmean(np.stack(list(distances.values()), axis=1) ** 2)
+            spread2 = np.nanmean(np.sum(centred**2, axis=2))
+            figures["position_rms_m"] = float(np.sqrt(error2))
         per_marker = {k: {"position_rms_m": (_rms(v))} for k, v in distances.items()}
+        if self.problem.fixtures:
+            fixed, known = self._fixture_split(errors)
+            both = np.concatenate([*fixed.values(), *known.values()])
+            error2 += np.nanmean(both**2)
+            spread2 += self.reach**2
+            figures["fixture_rms_m"] = _rms(both)
+            held = {k: v[np.isfinite(v)] for k, v in fixed.items() if np.isfinite(v).any()}
+            figures["spread_m"] = float(np.mean([v.mean() for v in held.values()]))
+            figures["fixtures"] = {k: {"spread_m": float(v.mean())} for k, v in held.items()}
+            if known:
+                values = np.concatenate(list(known.values()))
+                figures["distance_error_m"] = float(np.nanmean(np.abs(values)))
         if angles:
             angle = np.stack(list(angles.values()), axis=1)
             figures["orientation_rms_rad"] = _rms(angle)
@@ -230,10 +306,39 @@ class KinematicCalibrationProblem(SampleBlocks):
                         relative_std(std[base + c], xi[c]),
                     )
                 )
+        width = self.problem.width(self.nominal)
+        for f, fixture in enumerate(self.problem.fixtures):
+            state, col = fit.model.fixtures[f], width + fx.STEP * f
+            cov = fit.covariance[col : col + fx.STEP, col : col + fx.STEP]
+            if fixture.kind == "point":
+                values, stds = state[:3], np.sqrt(np.clip(np.diag(cov), 0.0, None))
+                names = ("x", "y", "z")
+            else:  # dn = a (t1 x n) + b (t2 x n): the normal's covariance from the step's
+                n = state[:3]
+                D = np.cross(fx.tangent_basis(n), n).T
+                cov_n = D @ cov[:2, :2] @ D.T
+                values = state
+                stds = np.sqrt(np.clip([*np.diag(cov_n), cov[2, 2]], 0.0, None))
+                names = ("nx", "ny", "nz", "d")
+            for name, value, sd in zip(names, values, stds, strict=True):
+                rows.append(
+                    (f"fixture_{fixture.name}_{name}", float(value), relative_std(sd, value))
+                )
         return rows
 
     def chain(self, fit) -> Chain:
-        return fit.chain
+        """The calibrated chain, each marker's frame (a frame attached to a link: a fixed link of
+        the URDF) moved to the marker's calibrated place (the tool frame already is)."""
+        chain = fit.chain
+        moved = {
+            m.frame: fit.model.placements[k]
+            for k, m in enumerate(self.problem.markers)
+            if m.frame not in (None, chain.tool_name)
+        }
+        frames = tuple(
+            replace(f, placement=moved[f.name]) if f.name in moved else f for f in chain.frames
+        )
+        return replace(chain, frames=frames)
 
     def dynamics(self, fit) -> dict[str, tuple[float, float]]:
         return {}
@@ -252,10 +357,7 @@ class KinematicCalibrationProblem(SampleBlocks):
             "device_frame_known": self.problem.device_known,
             "base_in_device_frame": fit.model.device.tolist(),
             "markers": {
-                m.name: {
-                    "frame": m.frame or self.nominal.tool_name,
-                    "placement": fit.model.placements[k].tolist(),
-                }
+                m.name: _marker_entry(self.chain(fit), m.frame or self.nominal.tool_name, k, fit)
                 for k, m in enumerate(self.problem.markers)
             },
             "position_error": "3-D distance, m",
@@ -273,7 +375,70 @@ class KinematicCalibrationProblem(SampleBlocks):
                 fit.eta, fit.eta_std, fit.subspace.null[: 6 * (self.nominal.n + 1)], self.nominal
             ),
         }
+        if self.problem.fixtures:
+            summary["fixtures"] = self._fixture_summary(fit)
         return summary
+
+    def _fixture_summary(self, fit) -> dict[str, Any]:
+        """The fixtures' points and planes (world frame), their training spread, the known
+        distances as fitted, and the gauge held."""
+        problem = self.problem
+        points = problem.fixture_points(fit.model)
+        entries = {}
+        for f, fixture in enumerate(problem.fixtures):
+            state = fit.model.fixtures[f]
+            entry: dict[str, Any] = {"type": fixture.kind, "marker": fixture.marker,
+                                     "samples": int(fixture.rows.sum())}  # fmt: skip
+            if fixture.kind == "point":
+                entry["point_m"] = state[:3].tolist()
+                entry["spread_m"] = fx.spread(points[f])
+            else:
+                entry |= {"normal": state[:3].tolist(), "offset_m": float(state[3])}
+                entry["rms_m"] = float(np.sqrt(np.mean((points[f] @ state[:3] - state[3]) ** 2)))
+            entries[fixture.name] = entry
+        names = [f.name for f in problem.fixtures]
+        distances = []
+        for d in problem.distances:
+            a, b = (names.index(x) for x in d.between)
+            fitted = np.linalg.norm(fit.model.fixtures[a, :3] - fit.model.fixtures[b, :3])
+            distances.append({"between": list(d.between), "value_m": d.value,
+                              "fitted_m": float(fitted)})  # fmt: skip
+        held = []
+        if not problem.measured:
+            held.append(
+                "the world placement (6: the robot, its markers and the fixtures moved together "
+                "change no residual's size; every step is orthogonal to that motion)"
+            )
+            if not problem.distances:
+                held.append("the scale (1: no known distance; held like the placement)")
+        return {"fixtures": entries, "distances": distances,
+                "gauge": held or ["none: a measured marker ties the fixtures to the robot"],
+                "frame": "fixture points and planes in the measuring device's frame (the base "
+                         "frame when it is known or nothing is measured)"}  # fmt: skip
+
+
+def _marker_entry(chain: Chain, frame: str, k: int, fit) -> dict[str, Any]:
+    """A marker's calibrated placement relative to the frame its frame hangs from (for a
+    frame attached to a link, as the URDF joint that carries it; for the tool frame or a
+    link's own frame, relative to that link's joint frame), and in the base frame at q = 0."""
+    placement = fit.model.placements[k]
+    parent = chain.parent_of(frame)
+    hangs_from, reference = chain.base_name if parent < 0 else chain.link_names[parent], None
+    for f in chain.attached_frames:
+        if f.name == frame and f.attached_to is not None:
+            hangs_from = f.attached_to
+    if frame in chain.link_names:  # a link's own frame: its place relative to that frame
+        hangs_from = frame
+    reference = chain.placement_of(hangs_from)
+    relative = lie.inverse(reference) @ placement
+    return {
+        "frame": frame,
+        "hangs_from": hangs_from,
+        "placement": relative.tolist(),
+        "xyz": relative[:3, 3].tolist(),
+        "rpy": lie.matrix_to_rpy(relative[:3, :3]).tolist(),
+        "placement_in_base_at_zero": placement.tolist(),
+    }
 
 
 _COORDINATES = {
@@ -293,3 +458,38 @@ def _rotation_spread(R: Array) -> Array:
 
 def _rms(x: Array) -> float:
     return float(np.sqrt(np.nanmean(np.square(x))))
+
+
+def _fixture_errors(problem: KinematicProblem, model, predicted, own: bool) -> Array:
+    """Per fixture its samples' errors, then per distance its error
+    (:class:`KinematicCalibrationProblem`); ``own``: the model's fixtures are this log's."""
+    N = len(problem)
+    index = {m.name: k for k, m in enumerate(problem.markers)}
+    kinds = [f.kind for f in problem.fixtures]
+    held = [predicted[index[f.marker]][0][f.rows] for f in problem.fixtures]
+    if own:
+        states = model.fixtures
+    else:
+        states = np.full((len(kinds), 4), np.nan)
+        for f, (kind, points) in enumerate(zip(kinds, held, strict=True)):
+            if points.shape[0] >= (1 if kind == "point" else 3):
+                states[f] = fx.start_states([kind], [points])[0]
+    out = []
+    for f, fixture in enumerate(problem.fixtures):
+        if fixture.kind == "point":
+            column = np.full((N, 3), np.nan)
+            column[fixture.rows] = held[f] - states[f, :3]
+        else:
+            column = np.full((N, 1), np.nan)
+            column[fixture.rows, 0] = held[f] @ states[f, :3] - states[f, 3]
+        out.append(column)
+    names = {f.name: k for k, f in enumerate(problem.fixtures)}
+    for distance in problem.distances:
+        a, b = (names[name] for name in distance.between)
+        centres = [held[k].mean(axis=0) if held[k].shape[0] else states[k, :3] for k in (a, b)]
+        column = np.full((N, 1), np.nan)
+        rows = np.flatnonzero(problem.fixtures[a].rows | problem.fixtures[b].rows)
+        if rows.size:
+            column[rows[0], 0] = np.linalg.norm(centres[0] - centres[1]) - distance.value
+        out.append(column)
+    return np.concatenate(out, axis=1)
