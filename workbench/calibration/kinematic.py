@@ -73,7 +73,9 @@ import numpy as np
 from scipy.linalg import block_diag
 
 from workbench import lie
+from workbench.calibration import compliance
 from workbench.calibration import kinematic_kernels as kk
+from workbench.calibration.compliance import Deflection
 from workbench.calibration.log import Log, Marker
 from workbench.calibration.solver import (
     Normal,
@@ -91,7 +93,7 @@ from workbench.eta import eta_between, identifiable_eta_basis
 from workbench.lie import Array
 from workbench.runtime import run_batched
 
-PARAMETERS = ("frames", "offsets", "twists")  # nested: each holds the one before
+PARAMETERS = ("frames", "offsets", "twists", "compliance")  # nested: each holds the one before
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class KinematicModel:
     coordinates: Array = field(default_factory=lambda: np.zeros(0))
     reference: Array | None = None  # (n, 6) twists: the nominal's twists
     twist_map: Array | None = None  # (k, 6 n) twists: T above
+    compliance: Array = field(default_factory=lambda: np.zeros(0))  # (n,) c_i = 1 / k_i
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,12 @@ class KinematicProblem:
     fits the device and marker frames only (the nominal kinematics' best
     case), ``offsets`` adds one zero offset per joint (``q_j + o_j``: exactly
     the eta ``A_j o_j`` on every joint and marker after j), ``twists`` moves
-    every joint twist (eq. 6). ``ridge`` >= 0 adds the prior
+    every joint twist (eq. 6), ``compliance`` adds a compliance per joint
+    under gravity (:mod:`workbench.calibration.compliance`: the kernels see
+    the deflected joint positions and, through ``qdir``, their derivatives;
+    ``payload`` is the log's known payload, ``compliance_start`` the
+    compliances of the start, held by the other candidates, and ``held`` the
+    joints whose compliance stays there). ``ridge`` >= 0 adds the prior
     ``ridge * sum_i s_i^2 c_i^2 / 2`` toward the nominal to the cost, with
     ``c`` the joints' coordinates (:class:`KinematicModel`) and ``s_i`` the
     norm of the data Jacobian's column of ``c_i`` at the nominal: with
@@ -180,6 +188,9 @@ class KinematicProblem:
     rotation_weight: float = 1.0
     parameters: str = "twists"
     ridge: float = 0.0
+    payload: tuple[int, Array] | None = None
+    compliance_start: Array | None = None
+    held: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.parameters not in PARAMETERS:
@@ -198,7 +209,7 @@ class KinematicProblem:
                 f"{log.source}: kinematic calibration needs measured positions (px, py, pz "
                 "or markers)"
             )
-        return cls(log.q, markers, log.frame_known, rotation_weight)
+        return cls(log.q, markers, log.frame_known, rotation_weight, payload=log.payload)
 
     def __len__(self) -> int:
         return self.q.shape[0]
@@ -217,12 +228,15 @@ class KinematicProblem:
         n = chain.n
         reference = twist_map = None
         size = {"frames": 0, "offsets": n}.get(self.parameters)
-        if self.parameters == "twists":
+        if self.parameters in ("twists", "compliance"):
             basis = identifiable_eta_basis(chain)[: 6 * n, :-6]
             reference = chain.twists.copy()
             twist_map = np.linalg.pinv(block_diag(*-lie.ad(chain.twists)) @ basis)
             size = basis.shape[1]
-        return KinematicModel(chain, np.eye(4), placements, np.zeros(size), reference, twist_map)
+        c = np.zeros(n) if self.compliance_start is None else self.compliance_start
+        return KinematicModel(
+            chain, np.eye(4), placements, np.zeros(size), reference, twist_map, c.copy()
+        )
 
     def _model(self, model: Chain | KinematicModel) -> KinematicModel:
         return self.start(model) if isinstance(model, Chain) else model
@@ -232,6 +246,16 @@ class KinematicProblem:
         """Lengths of the device and marker blocks, after the 6 n joint entries."""
         return 0 if self.device_known else 6, 6 * len(self.markers)
 
+    @property
+    def compliant(self) -> bool:
+        """Whether the compliances are estimated: one entry per joint after the markers."""
+        return self.parameters == "compliance"
+
+    def _width(self, n: int) -> int:
+        """Parameter entries: 6 n joints, device, markers, and n compliances if estimated."""
+        d, m = self.sizes
+        return 6 * n + d + m + (n if self.compliant else 0)
+
     def retract(self, model: KinematicModel, delta: Array) -> KinematicModel:
         """Apply a step: eta by ``with_eta`` (eq. 6), device and markers by left motions.
 
@@ -239,7 +263,7 @@ class KinematicProblem:
         after it, so that the model stays exactly the nominal with offsets.
         """
         n = model.chain.n
-        d, _ = self.sizes
+        d, m = self.sizes
         k = model.coordinates.size
         step = np.zeros(k)
         if self.parameters == "offsets":  # the offsets of the step (delta is in span(P))
@@ -250,13 +274,15 @@ class KinematicProblem:
         device = model.device
         if d:
             device = lie.exp_se3(delta[6 * n : 6 * n + 6]) @ device
-        frames = lie.exp_se3(delta[6 * n + d :].reshape(-1, 6)) @ model.placements
+        frames = lie.exp_se3(delta[6 * n + d : 6 * n + d + m].reshape(-1, 6)) @ model.placements
         coordinates = model.coordinates + step
-        if self.parameters == "twists":
+        if self.parameters in ("twists", "compliance"):
             coordinates = model.twist_map @ (chain.twists - model.reference).ravel()
+        compliance = model.compliance + delta[6 * n + d + m :] if self.compliant else None
         moved = replace(
-            model, chain=chain, device=device, placements=frames, coordinates=coordinates
-        )
+            model, chain=chain, device=device, placements=frames, coordinates=coordinates,
+            compliance=model.compliance if compliance is None else compliance,
+        )  # fmt: skip
         if self.parameters == "offsets":
             for j in np.flatnonzero(step):
                 P, _ = self.prior(moved)
@@ -269,13 +295,15 @@ class KinematicProblem:
         return moved
 
     def prior(self, model: KinematicModel) -> tuple[Array, int]:
-        """Candidate directions (p, d + k + 6 M): device (d), joints (k), markers; d leads.
+        """Candidate directions (p, d + k + 6 M [+ free compliances]): device (d), joints (k),
+        markers, compliances; d leads.
 
         Joints: none (``frames``); per joint j the zero offset, ``A_j`` on the
         eta block of every joint after j and on the frame of every marker
         after j (``offsets``, at the current twists, so that steps add up
         exactly); the twist-changing eta directions at the current twists
-        (``twists``).
+        (``twists``, ``compliance``), then one column per compliance not
+        ``held`` (``compliance``).
         """
         chain = model.chain
         n = chain.n
@@ -300,14 +328,20 @@ class KinematicProblem:
         P[: 6 * n, :k] = joints
         P[6 * n :, k:] = np.eye(d + m)
         order = np.r_[k : k + d, :k, k + d : P.shape[1]]  # device first (preferred)
-        return P[:, order], d
+        P = P[:, order]
+        if self.compliant:
+            free = np.setdiff1d(np.arange(n), self.held)
+            C = np.zeros((P.shape[0] + n, free.size))
+            C[P.shape[0] + free, np.arange(free.size)] = 1.0
+            P = np.hstack([np.vstack([P, np.zeros((n, P.shape[1]))]), C])
+        return P, d
 
     def coordinate_jacobian(self, model: KinematicModel, linear: Linearisation) -> Array:
         """``d coordinates / d delta`` (k, p) at ``model`` (:class:`KinematicModel`): offsets
         add up (P's joint rows of ``P^+``); for twists ``T (-ad_{A_j})`` per joint (eq. 8)."""
         d, _ = self.sizes
         k = model.coordinates.size
-        if self.parameters != "twists":
+        if self.parameters not in ("twists", "compliance"):
             return linear.coordinates[d : d + k]
         out = np.zeros((k, linear.P.shape[0]))
         n = model.chain.n
@@ -332,7 +366,7 @@ class KinematicProblem:
     def predict(self, model: KinematicModel) -> list[tuple[Array, Array]]:
         """Per marker: predicted positions (N, 3) and rotations (N, 3, 3) in the device frame."""
         out = []
-        q, twists = _c(self.q), _c(model.chain.twists)
+        q, twists = _c(self.deflected(model).q), _c(model.chain.twists)
         for k, path in enumerate(self._paths(model.chain)):
             T = np.empty((q.shape[0], 4, 4))
             args = (q, twists, path, _c(model.placements[k]), _c(model.device), T)
@@ -355,15 +389,22 @@ class KinematicProblem:
         """
         chain = model.chain
         n, N = chain.n, len(self)
-        d, m = self.sizes
-        p = 6 * n + d + m
+        d, _ = self.sizes
+        p = self._width(n)
         fold = projection is not None
         if fold:
             proj, lo, hi = _block_projection(projection)
             c = projection.shape[1] + 1
         else:
             proj, lo, hi, c = np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-        q, twists = _c(self.q), _c(chain.twists)
+        moved = self.compliant or np.any(model.compliance != 0.0)
+        bent = self.deflected(model, derivatives=moved and (fold or dense))
+        q, twists = _c(bent.q), _c(chain.twists)
+        qdir = np.zeros((0, 0, 0))
+        if bent.dtau_deta is not None:
+            free = np.ones(n, bool) if self.compliant else np.zeros(n, bool)
+            free[list(self.held)] = False
+            qdir = _c(compliance.joint_directions(bent, model.compliance, p, p - n, free))
         device = _c(model.device)
         jobs = []
         for k, (marker, path) in enumerate(zip(self.markers, self._paths(chain), strict=True)):
@@ -400,7 +441,7 @@ class KinematicProblem:
                 kk.marker_rows(
                     q, twists, path, placement, device, position, rotation,
                     float(self.rotation_weight), dcol, mcol, p, fold, dense, proj, lo, hi, w,
-                    r, J, R, Rw, start, stop,
+                    qdir, r, J, R, Rw, start, stop,
                 )  # fmt: skip
             factors.append((start, R, Rw))
 
@@ -418,6 +459,14 @@ class KinematicProblem:
         R = _combine([f[1] for f in factors])
         Rw = R if weights is None else _combine([f[2] for f in factors])
         return Linearisation(r, R=R, Rw=Rw, P=projection, preferred=preferred)
+
+    def deflected(self, model: KinematicModel, derivatives: bool = False) -> Deflection:
+        """The joint positions the markers see: the log's, deflected by the model's
+        compliances under gravity (:func:`workbench.calibration.compliance.deflection`)."""
+        if not (derivatives or np.any(model.compliance != 0.0)):
+            return Deflection(self.q, np.zeros_like(self.q), None)
+        chain = compliance.loaded(model.chain, self.payload)
+        return compliance.deflection(chain, self.q, model.compliance, derivatives)
 
     def _paths(self, chain: Chain) -> tuple[np.ndarray, ...]:
         """Per marker, the joints from the base to its link (cached per chain topology)."""
@@ -524,13 +573,28 @@ def calibrate_kinematic(
     """
     weight = 1.0 if rotation_weight is None else rotation_weight
     problem = replace(problem, rotation_weight=weight)
-    fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress)
+    fit = _solve_physical(chain, problem, loss, f_scale, rtol, max_iterations, progress)
     if rotation_weight is None and problem.has_rotation and len(problem) > 1:
         estimated = _rotation_weight(problem, fit.model)
         if estimated is not None:
             problem = replace(problem, rotation_weight=estimated)
-            fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress)
+            fit = _solve_physical(chain, problem, loss, f_scale, rtol, max_iterations, progress)
     return fit
+
+
+def _solve_physical(chain, problem, *args) -> KinematicFit:
+    """:func:`_solve`, with compliances kept >= 0 (a negative one is no spring) by an active
+    set: a joint whose estimate is negative is held rigid (``held``, c = 0), the rest refitted."""
+    while True:
+        fit = _solve(chain, problem, *args)
+        negative = np.setdiff1d(np.flatnonzero(fit.model.compliance < 0.0), problem.held)
+        if not problem.compliant or negative.size == 0:
+            return fit
+        start = np.zeros(chain.n) if problem.compliance_start is None else problem.compliance_start
+        start = start.copy()
+        start[negative] = 0.0
+        held = tuple(sorted({*problem.held, *negative.tolist()}))
+        problem = replace(problem, compliance_start=start, held=held)
 
 
 def _rotation_weight(problem: KinematicProblem, model: KinematicModel) -> float | None:
