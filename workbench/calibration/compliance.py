@@ -37,14 +37,16 @@ from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.lie import Array
 
 
-def loaded(chain: Chain, payload: tuple[int, Array] | None) -> Chain:
-    """``chain`` carrying ``payload`` (link, phi in the link's joint frame), or itself."""
-    if payload is None:
-        return chain
-    link, phi = payload
+def with_payload(chain: Chain, link: int, phi: Array) -> Chain:
+    """``chain`` with a body phi (in link ``link``'s joint frame, project order) fixed to it."""
     inertias = chain.inertias.copy()
     inertias[link] += inertia.matrix_from_phi(inertia.moved_phi(phi, chain.joint_frames[link]))
     return replace(chain, inertias=inertias)
+
+
+def loaded(chain: Chain, payload: tuple[int, Array] | None) -> Chain:
+    """``chain`` carrying ``payload`` (link, phi in the link's joint frame), or itself."""
+    return chain if payload is None else with_payload(chain, *payload)
 
 
 @dataclass(frozen=True)

@@ -321,7 +321,7 @@ class KinematicProblem:
             frames[6 * n :] = np.eye(d + m)
             return np.hstack([frames[:, :d], joints, frames[:, d:]]), d
         joints = np.zeros((6 * n, 0))
-        if self.parameters == "twists":
+        if self.parameters in ("twists", "compliance"):
             joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
         k = joints.shape[1]
         P = np.zeros((6 * n + d + m, k + d + m))  # joints, device and markers block-diagonal

@@ -2,8 +2,11 @@
 
 Its blocks are rows of the log's poses (:class:`~workbench.calibration.problem.
 SampleBlocks`); its candidates are nested (:class:`Candidate`: ``frames``,
-``offsets``, ``twists``, each with a ridge toward the nominal), chosen by the
-held-out folds (:mod:`workbench.calibration.selection`); the fit is
+``offsets``, ``twists``, ``compliance`` (twists and a compliance per joint
+under gravity, :mod:`workbench.calibration.compliance`), each with a ridge
+toward the nominal), chosen by the held-out folds
+(:mod:`workbench.calibration.selection`: ``compliance`` must also beat the
+``twists`` of its ridge); the fit is
 :func:`workbench.calibration.kinematic.calibrate_kinematic`.
 """
 
@@ -16,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from workbench import lie
+from workbench.calibration.compliance import stiffness
 from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
 from workbench.calibration.log import Log
 from workbench.calibration.parameter_figures import eta_entries, relative_std
@@ -43,7 +47,8 @@ class Candidate:
 
 def kinematic_candidates(parameters: str) -> tuple[Candidate, ...]:
     """The candidates of ``--parameters``: ``frames`` first (the nominal), then one forced
-    structure, or (``auto``) offsets and twists with every ridge of :data:`RIDGES`."""
+    structure, or (``auto``) offsets, twists and compliance with every ridge of
+    :data:`RIDGES`."""
     if parameters == "auto":
         chosen = [Candidate(p, r) for p in PARAMETERS[1:] for r in RIDGES]
     elif parameters in PARAMETERS:
@@ -95,6 +100,14 @@ class KinematicCalibrationProblem(SampleBlocks):
             if m.rotation is not None:
                 labels += [f"{m.name}:r{a}" for a in "xyz"]
         self.labels = tuple(labels)
+
+    def extends(self, candidate: Candidate) -> Candidate | None:
+        """The candidate ``candidate`` adds parameters to, which it must also beat by more than
+        chance to be kept (:func:`~workbench.calibration.selection.select`): compliance on
+        the twists of the same ridge."""
+        if candidate.parameters != "compliance":
+            return None
+        return Candidate("twists", candidate.ridge)
 
     def _calibrate(self, problem: KinematicProblem, rotation_weight: float | None):
         o = self.options
@@ -226,6 +239,11 @@ class KinematicCalibrationProblem(SampleBlocks):
                         relative_std(std[base + c], xi[c]),
                     )
                 )
+        if fit.parameters == "compliance":
+            first = 6 * n + d + 6 * len(self.problem.markers)
+            for k, name in enumerate(chain.joint_names):
+                value = float(fit.model.compliance[k])
+                rows.append((f"compliance_{name}", value, relative_std(std[first + k], value)))
         return rows
 
     def chain(self, fit) -> Chain:
@@ -265,18 +283,51 @@ class KinematicCalibrationProblem(SampleBlocks):
             "twists": fit.chain.twists.tolist(),
             "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
             "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
+            **self._compliance(fit),
             **eta_entries(
                 fit.eta, fit.eta_std, fit.subspace.null[: 6 * (self.nominal.n + 1)], self.nominal
             ),
         }
         return summary
 
+    def _compliance(self, fit) -> dict[str, Any]:
+        """The ``compliance`` entry: per joint its compliance and stiffness with standard
+        deviations (:func:`~workbench.calibration.compliance.stiffness`), when fitted."""
+        if fit.parameters != "compliance":
+            return {}
+        chain = self.nominal
+        d, m = self.problem.sizes
+        first = 6 * chain.n + d + m
+        std = np.sqrt(np.clip(np.diag(fit.covariance)[first:], 0.0, None))
+        seen = np.linalg.norm(fit.solution.S[first:], axis=1) > 1e-9
+        joints = {}
+        for k, name in enumerate(chain.joint_names):
+            entry = stiffness(fit.model.compliance[k], std[k], chain.joint_kinds[k])
+            entry["estimated"] = bool(seen[k])
+            joints[name] = entry
+        return {
+            "compliance": {
+                "model": _COMPLIANCE,
+                "payload": self.problem.payload is not None,
+                "joints": joints,
+            }
+        }
+
+
+_COMPLIANCE = (
+    "q_link = q + c tau_g(q): each joint deflects by its compliance c = 1/k times the model's "
+    "gravity torque (inverse dynamics at zero velocity and acceleration, with the log's "
+    "payload) at the logged position; compliances are kept >= 0 (a joint whose estimate "
+    "would be negative is rigid), 'estimated' false where the data do not see one (e.g. a "
+    "joint that carries no gravity torque), stiffness null when rigid"
+)
 
 _COORDINATES = {
     "frames": "none: the joints are as loaded",
     "offsets": "joint zero offsets o (q + o), rad for revolute and m for prismatic joints",
     "twists": "the joints' move from the nominal in its twist-changing eta directions "
     "(identifiable_eta_basis of the nominal), rad and m",
+    "compliance": "as for twists (the compliances are in 'compliance')",
 }
 
 
