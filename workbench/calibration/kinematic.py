@@ -84,6 +84,7 @@ from workbench.calibration.solver import (
     identifiable_subspace,
     irls_weights,
     minimise,
+    orthogonal_complement,
     robust_cost,
 )
 from workbench.chain import Chain
@@ -139,6 +140,7 @@ class Linearisation:
     Rw: Array | None = None
     P: Array | None = None
     preferred: int = 0
+    gauge: Array | None = None  # (g, p): steps must satisfy gauge @ step = 0
 
     @functools.cached_property
     def coordinates(self) -> Array:
@@ -361,7 +363,23 @@ class KinematicProblem:
     def linearise(self, model: KinematicModel, weights: Array | None = None) -> Linearisation:
         """Residuals and triangular factors of ``[J P | r]`` (and with weights) (no dense J)."""
         P, preferred = self.prior(model)
-        return self._run(model, projection=P, weights=weights, preferred=preferred)
+        linear = self._run(model, projection=P, weights=weights, preferred=preferred)
+        return replace(linear, gauge=self.gauge(model))
+
+    def gauge(self, model: KinematicModel) -> Array | None:
+        """With compliance and an unknown device frame, the constraint (6, p) that keeps the
+        base's tilt against gravity the nominal's: steps whose twist changes (``-ad_{A_j}
+        eta_j``, eq. 8) have no part along a common motion of all joints (``-ad_{A_j} xi``,
+        which the device frame absorbs in a rigid model and only gravity would see), else
+        None."""
+        if not self.compliant or self.device_known:
+            return None
+        n = model.chain.n
+        change = -lie.ad(model.chain.twists)  # (n, 6, 6)
+        Q, _ = np.linalg.qr(change.reshape(6 * n, 6))
+        C = np.zeros((6, self._width(n)))
+        C[:, : 6 * n] = Q.T @ block_diag(*change)
+        return C
 
     def predict(self, model: KinematicModel) -> list[tuple[Array, Array]]:
         """Per marker: predicted positions (N, 3) and rotations (N, 3, 3) in the device frame."""
@@ -666,9 +684,16 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
         return robust_cost(r[:-k], loss, f_scale) + 0.5 * float(np.sum(np.square(r[-k:])))
 
     def subspace(linear: Linearisation) -> Subspace:
-        """The identifiable directions at the linearised model (its prior, device preferred)."""
+        """The identifiable directions at the linearised model (its prior, device preferred),
+        within its gauge (:meth:`KinematicProblem.gauge`)."""
         J = linear.jacobian_factor
-        return identifiable_subspace(J, linear.P, rtol=rtol, preferred=linear.preferred)
+        found = identifiable_subspace(J, linear.P, rtol=rtol, preferred=linear.preferred)
+        if linear.gauge is None:
+            return found
+        _, s, Vt = np.linalg.svd(linear.gauge @ found.basis)
+        keep = Vt[int(np.sum(s > 1e-9 * max(s[0], 1e-300))) :].T
+        basis = found.basis @ keep
+        return replace(found, basis=basis, unseen=lambda: orthogonal_complement(basis))
 
     linearisations: list[Linearisation] = []
 
@@ -696,7 +721,7 @@ def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> Kin
     )  # fmt: skip
     nominal_subspace = subspace(linearisations[0])
     model = solution.model
-    if not problem.device_known:
+    if not problem.device_known and linearisations[0].gauge is None:  # gauge: base held
         model = _align_base(model, chain)
     model = replace(model, chain=model.chain.with_frames_near(chain))
     calibrated = model.chain
