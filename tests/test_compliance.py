@@ -82,7 +82,7 @@ def test_jacobian_with_compliance_is_central_differences(ur5):
     )
     problem = KinematicProblem(q, (marker,), device_known=False, parameters="compliance")
     model = replace(problem.start(ur5), compliance=1.0 / STIFFNESS)
-    r, J = problem.evaluate(model)
+    _, J = problem.evaluate(model)
     h = 1e-6
     numeric = np.zeros_like(J)
     for k in range(J.shape[1]):

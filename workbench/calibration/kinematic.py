@@ -603,16 +603,17 @@ def calibrate_kinematic(
 def _solve_physical(chain, problem, *args) -> KinematicFit:
     """:func:`_solve`, with compliances kept >= 0 (a negative one is no spring) by an active
     set: a joint whose estimate is negative is held rigid (``held``, c = 0), the rest refitted."""
-    while True:
-        fit = _solve(chain, problem, *args)
+    fit = _solve(chain, problem, *args)
+    while problem.compliant:
         negative = np.setdiff1d(np.flatnonzero(fit.model.compliance < 0.0), problem.held)
-        if not problem.compliant or negative.size == 0:
-            return fit
-        start = np.zeros(chain.n) if problem.compliance_start is None else problem.compliance_start
-        start = start.copy()
+        if negative.size == 0:
+            break
+        start = fit.model.compliance.copy()
         start[negative] = 0.0
         held = tuple(sorted({*problem.held, *negative.tolist()}))
         problem = replace(problem, compliance_start=start, held=held)
+        fit = _solve(chain, problem, *args, initial=replace(fit.model, compliance=start))
+    return fit
 
 
 def _rotation_weight(problem: KinematicProblem, model: KinematicModel) -> float | None:
@@ -656,9 +657,11 @@ def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> 
     )
 
 
-def _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress) -> KinematicFit:
-    start = problem.start(chain)
-    if problem.parameters != "frames":  # the joints move from the frames' best fit on
+def _solve(
+    chain, problem, loss, f_scale, rtol, max_iterations, progress, initial=None
+) -> KinematicFit:
+    start = problem.start(chain) if initial is None else initial
+    if problem.parameters != "frames" and initial is None:  # from the frames' best fit on
         frames = _solve(
             chain, replace(problem, parameters="frames", ridge=0.0), loss, f_scale, rtol,
             max_iterations, progress,

@@ -202,7 +202,8 @@ def _model(request: Request, large: bool):
             )
         model = closed_chains.load(request.model)
         return model, model.motors, model.urdf_path
-    joints, locked, held = (None, {}, {}) if large else logged_joints(request.log)
+    whole = models.movable_joints(request.model)
+    joints, locked, held = (None, {}, {}) if large else logged_joints(request.log, whole)
     chain = models.load(
         request.model, tool_frame=request.tool, moving=True, joints=joints, locked=locked,
         held=held,
