@@ -567,6 +567,7 @@ class KinematicFit:
     parameters: str = "twists"  # what was fitted (KinematicProblem.parameters)
     ridge: float = 0.0
     prior_weight: Array | None = None  # (k,) ridge * s_i^2: the prior is sum w_i c_i^2 / 2
+    held: tuple[int, ...] = ()  # joints whose compliance was held rigid (_solve_physical)
 
 
 def calibrate_kinematic(
@@ -600,20 +601,29 @@ def calibrate_kinematic(
     return fit
 
 
+SIGNIFICANT = 2.0  # a compliance below this many standard deviations is held rigid
+
+
 def _solve_physical(chain, problem, *args) -> KinematicFit:
-    """:func:`_solve`, with compliances kept >= 0 (a negative one is no spring) by an active
-    set: a joint whose estimate is negative is held rigid (``held``, c = 0), the rest refitted."""
+    """:func:`_solve`, with only compliances the data tell from zero: a joint whose estimate
+    is below :data:`SIGNIFICANT` standard deviations (negative ones included: no spring) is
+    held rigid (``held``, c = 0) and the rest refitted, until every free one is significant
+    (an active set, warm-started)."""
     fit = _solve(chain, problem, *args)
     while problem.compliant:
-        negative = np.setdiff1d(np.flatnonzero(fit.model.compliance < 0.0), problem.held)
-        if negative.size == 0:
+        first = 6 * chain.n + sum(problem.sizes)
+        c = fit.model.compliance
+        std = np.sqrt(np.clip(np.diag(fit.covariance)[first:], 0.0, None))
+        weak = np.setdiff1d(np.flatnonzero(c < SIGNIFICANT * std), problem.held)
+        weak = np.union1d(weak, np.setdiff1d(np.flatnonzero(c < 0.0), problem.held))
+        if weak.size == 0:
             break
-        start = fit.model.compliance.copy()
-        start[negative] = 0.0
-        held = tuple(sorted({*problem.held, *negative.tolist()}))
+        start = c.copy()
+        start[weak] = 0.0
+        held = tuple(sorted({*problem.held, *weak.tolist()}))
         problem = replace(problem, compliance_start=start, held=held)
         fit = _solve(chain, problem, *args, initial=replace(fit.model, compliance=start))
-    return fit
+    return replace(fit, held=problem.held)
 
 
 def _rotation_weight(problem: KinematicProblem, model: KinematicModel) -> float | None:

@@ -120,10 +120,13 @@ class KinematicCalibrationProblem(SampleBlocks):
             rigid = tuple(c for c in self.candidates if c.parameters != "compliance")
             self.candidates = (*rigid, Candidate("compliance", best.ridge))
 
-    def _calibrate(self, problem: KinematicProblem, rotation_weight: float | None):
+    def _calibrate(
+        self, problem: KinematicProblem, rotation_weight: float | None, chain: Chain | None = None
+    ):
+        """Fit ``problem`` from ``chain`` (default: the nominal)."""
         o = self.options
         return calibrate_kinematic(
-            self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
+            chain or self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
             rotation_weight=rotation_weight, progress=o.progress,
         )  # fmt: skip
 
@@ -141,6 +144,23 @@ class KinematicCalibrationProblem(SampleBlocks):
     def baseline(self, rows: np.ndarray | None):
         """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
         return self.fit(rows, self.nominal_candidate)
+
+    def refit_frames(self, fit, rows: np.ndarray):
+        """``fit``'s joints (twists and compliances, from another log) held, the device frame
+        (when unknown in this log) and the marker frames fitted on ``rows`` of this log: how a
+        calibration is scored on a session whose measuring frames moved."""
+        problem = replace(
+            self.problem.subset(rows), parameters="frames", compliance_start=fit.model.compliance
+        )
+        return self._calibrate(problem, self.rotation_weight, fit.chain)
+
+    def refitted_frames(self, where: str) -> dict[str, Any]:
+        """Which measuring frames the scores of this log refit, and ``where``."""
+        device = "known: the robot's base frame" if self.problem.device_known else where
+        return {
+            "device_frame": device,
+            "marker_frames": {m.name: where for m in self.problem.markers},
+        }
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         problem = self.problem.subset(rows)
@@ -315,6 +335,7 @@ class KinematicCalibrationProblem(SampleBlocks):
         for k, name in enumerate(chain.joint_names):
             entry = stiffness(fit.model.compliance[k], std[k], chain.joint_kinds[k])
             entry["estimated"] = bool(seen[k])
+            entry["held_rigid"] = k in fit.held
             joints[name] = entry
         return {
             "compliance": {
@@ -328,9 +349,10 @@ class KinematicCalibrationProblem(SampleBlocks):
 _COMPLIANCE = (
     "q_link = q + c tau_g(q): each joint deflects by its compliance c = 1/k times the model's "
     "gravity torque (inverse dynamics at zero velocity and acceleration, with the log's "
-    "payload) at the logged position; compliances are kept >= 0 (a joint whose estimate "
-    "would be negative is rigid), 'estimated' false where the data do not see one (e.g. a "
-    "joint that carries no gravity torque), stiffness null when rigid"
+    "payload) at the logged position; a joint whose compliance the data do not tell from zero "
+    "(below two standard deviations, or negative: no spring) is held rigid ('held_rigid'), "
+    "'estimated' false where the compliance is not fitted (held, or unseen: a joint that "
+    "carries no gravity torque), stiffness null when rigid"
 )
 
 _COORDINATES = {

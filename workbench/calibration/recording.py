@@ -113,7 +113,8 @@ Sections and keys (every key is checked; unknown keys are errors):
     the identified parameters are the robot's own.
 ``[validation]``
     ``folds`` (contiguous blocks in time; "leave-one-out" for one sample
-    per fold) or ``fraction`` (held out at the end).
+    per fold) or ``fraction`` (held out at the end); ``shuffle = true``
+    (with ``seed``) makes the folds (these or ``--folds``) random samples.
 """
 
 from __future__ import annotations
@@ -965,5 +966,15 @@ def _defaults(section: Section, terms: list[str] | None) -> Defaults:
         fraction = section.number("fraction", minimum=0.0, maximum=1.0)
         if folds:
             raise WorkbenchError(f"{section.where('fraction')}: give folds or fraction, not both")
+    shuffle = section.boolean("shuffle", False)
+    seed = section.integer("seed", 0, minimum=0)
+    if shuffle and (fraction is not None or folds == -1):
+        raise WorkbenchError(
+            f"{section.where('shuffle')}: random folds need a number of folds (folds = K or "
+            "--folds K), not a fraction or leave-one-out"
+        )
+    if "seed" in section.table and not shuffle:
+        raise WorkbenchError(f"{section.where('seed')}: a seed draws random folds: shuffle = true")
     section.done()
-    return Defaults(tuple(terms) if terms is not None else None, folds, fraction)
+    terms = tuple(terms) if terms is not None else None
+    return Defaults(terms, folds, fraction, shuffle, seed)

@@ -36,7 +36,7 @@ from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
 from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values
 from workbench.calibration.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.kinds import KINDS, kind
-from workbench.calibration.log import Log
+from workbench.calibration.log import Defaults, Log
 from workbench.calibration.log_files import logged_joints, read_log
 from workbench.calibration.problem import Options
 from workbench.calibration.validation import EndSplit, Folds
@@ -158,7 +158,7 @@ def run_calibration(request: Request) -> Outcome:
             log = open_chunked_log(request.log, log_chain)
         else:
             log = read_log(request.log, log_chain, **reading)
-        validation = _validation(request, log_chain, reading)
+        validation = _validation(request, log_chain, reading, log.defaults)
         gains = None
         if request.payload_log:
             gains = _drive_gains(request, chain, log_chain, log, reading)
@@ -211,11 +211,13 @@ def _model(request: Request, large: bool):
     return chain, chain, models.urdf_path(request.model)
 
 
-def _validation(request: Request, log_chain, reading: dict) -> EndSplit | Folds | Log | None:
+def _validation(
+    request: Request, log_chain, reading: dict, defaults: Defaults
+) -> EndSplit | Folds | Log | None:
     if request.validation_log:
         return read_log(request.validation_log, log_chain, **reading)
-    if request.folds is not None:
-        return Folds(request.folds)
+    if request.folds is not None:  # random samples when the description shuffles its folds
+        return Folds(request.folds, defaults.shuffle, defaults.seed)
     if request.validation is not None:
         return EndSplit(request.validation)
     return None
