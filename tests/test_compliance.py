@@ -2,9 +2,10 @@
 
 References the project did not write: Pinocchio's generalized gravity (the
 torques, with a payload appended to a joint's body) and its forward
-kinematics of the deflected truth, whose equilibrium ``q_link = q + c
+kinematics of the deflected truth, whose equilibrium ``k (q - q_link) =
 g(q_link)`` is solved here by fixed-point iteration (the calibration's model
-takes the torques at the motor positions, first order); central
+takes the torques at the motor positions, first order); MuJoCo's joint
+springs and gravity for the sign and the exported stiffness; central
 differences of the project's own functions for the derivatives.
 """
 
@@ -68,7 +69,7 @@ def test_twist_derivatives_of_the_deflection_are_central_differences(ur5):
         minus = compliance.deflection(ur5.with_eta(-e), q, c).q
         assert np.abs((plus - minus) / (2 * h) - directions[:, :, k]).max() < 1e-7
     assert np.abs(directions[:, :, : 6 * n]).max() > 1e-4  # not trivially zero
-    assert np.allclose(directions[:, np.arange(n), 6 * n + np.arange(n)], bent.tau)
+    assert np.allclose(directions[:, np.arange(n), 6 * n + np.arange(n)], -bent.tau)
 
 
 def test_jacobian_with_compliance_is_central_differences(ur5):
@@ -108,7 +109,7 @@ def compliant_log(chain: wb.Chain, stiffness: np.ndarray, seed: int):
     for q in log.q:
         link = q.copy()
         for _ in range(30):
-            link = q + c * pin.computeGeneralizedGravity(model, data, link)
+            link = q - c * pin.computeGeneralizedGravity(model, data, link)  # k (q - link) = g
         pin.framesForwardKinematics(model, data, link)
         positions.append(device[:3, :3] @ data.oMf[tool].translation + device[:3, 3])
         deflections.append(link - q)
@@ -156,3 +157,37 @@ def test_rigid_truth_drops_compliance(ur5):
     log, _ = compliant_log(ur5, np.zeros(ur5.n), seed=3)
     _, selection = selection_of(ur5, log)
     assert selection.kept.name == "twists"
+
+
+def test_stiffness_in_mujoco_holds_the_deflected_arm_against_gravity(ur5, tmp_path):
+    """The drive-file stiffnesses (``k<j>``) as MuJoCo joint stiffness: with ``qpos_spring`` at
+    the motor positions and the links where the calibration's model puts them, MuJoCo's
+    spring force balances its own gravity torques (to the first order the model keeps)."""
+    import mujoco
+
+    from workbench.calibration.drives import (
+        Drives,
+        drive_file_text,
+        read_drive_file,
+        simulator_terms,
+    )
+
+    springs = {f"k{j + 1}": (k, 0.0) for j, k in enumerate(STIFFNESS)}
+    (tmp_path / "d.toml").write_text(
+        drive_file_text(Drives(ur5.n, ()), np.zeros(0), stiffness=springs)
+    )
+    drives, values = read_drive_file(tmp_path / "d.toml", ur5.n)
+    stiffness = simulator_terms(drives, values)["stiffness"]
+    assert np.array_equal(stiffness, STIFFNESS)
+    model = mujoco.MjModel.from_xml_string(wb.mjcf.mjcf_string(ur5, stiffness=stiffness))
+    data = mujoco.MjData(model)
+    q = np.random.default_rng(4).uniform(-2, 2, size=(5, ur5.n))
+    bent = compliance.deflection(ur5, q, 1.0 / STIFFNESS)
+    for motor, link, tau in zip(q, bent.q, bent.tau, strict=True):
+        model.qpos_spring[:] = motor
+        data.qpos[:] = link
+        data.qvel[:] = 0.0
+        mujoco.mj_forward(model, data)
+        assert np.allclose(data.qfrc_passive, -(link - motor) * STIFFNESS)  # the springs
+        assert np.abs(data.qfrc_passive - data.qfrc_bias).max() < 1e-2 * np.abs(tau).max()
+        assert np.abs(data.qfrc_bias).max() > 10.0

@@ -608,7 +608,16 @@ def _solve_physical(chain, problem, *args) -> KinematicFit:
     """:func:`_solve`, with only compliances the data tell from zero: a joint whose estimate
     is below :data:`SIGNIFICANT` standard deviations (negative ones included: no spring) is
     held rigid (``held``, c = 0) and the rest refitted, until every free one is significant
-    (an active set, warm-started)."""
+    (an active set, warm-started); joints that carry no gravity in the log
+    (:func:`~workbench.calibration.compliance.loaded_joints`) are rigid from the start.
+    When none is left, the fit is the rigid one (``twists``, the same numbers as that
+    candidate's)."""
+    if problem.compliant:
+        carried = compliance.loaded_joints(compliance.loaded(chain, problem.payload), problem.q)
+        unloaded = np.flatnonzero(~carried).tolist()
+        problem = replace(problem, held=tuple(sorted({*problem.held, *unloaded})))
+        if len(problem.held) == chain.n:
+            return _solve(chain, replace(problem, parameters="twists", held=()), *args)
     fit = _solve(chain, problem, *args)
     while problem.compliant:
         first = 6 * chain.n + sum(problem.sizes)
@@ -621,6 +630,9 @@ def _solve_physical(chain, problem, *args) -> KinematicFit:
         start = c.copy()
         start[weak] = 0.0
         held = tuple(sorted({*problem.held, *weak.tolist()}))
+        if len(held) == chain.n:
+            rigid = replace(problem, parameters="twists", compliance_start=None, held=())
+            return _solve(chain, rigid, *args)
         problem = replace(problem, compliance_start=start, held=held)
         fit = _solve(chain, problem, *args, initial=replace(fit.model, compliance=start))
     return replace(fit, held=problem.held)

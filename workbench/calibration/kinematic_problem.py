@@ -21,6 +21,7 @@ import numpy as np
 
 from workbench import lie
 from workbench.calibration.compliance import stiffness
+from workbench.calibration.drives import Drives, drive_file_text, stiffness_names
 from workbench.calibration.kinematic import PARAMETERS, KinematicProblem, calibrate_kinematic
 from workbench.calibration.log import Log
 from workbench.calibration.parameter_figures import eta_entries, relative_std
@@ -284,7 +285,24 @@ class KinematicCalibrationProblem(SampleBlocks):
         return {}
 
     def files(self, fit) -> dict[str, str]:
-        return {}
+        """With compliant joints, ``calibrated.drives.toml``: their stiffnesses ``k<j>`` (a
+        drive file without torque terms, :func:`~workbench.calibration.drives.stiffness_names`),
+        which ``workbench export`` writes as MuJoCo joint stiffness."""
+        entry = self._compliance(fit).get("compliance")
+        if entry is None or all(j["stiffness"] is None for j in entry["joints"].values()):
+            return {}
+        names = stiffness_names(self.nominal.n)
+        springs = {
+            names[k]: (j["stiffness"], j["stiffness_std"])
+            for k, j in enumerate(entry["joints"].values())
+            if j["stiffness"] is not None
+        }
+        note = "joint stiffnesses of a kinematic calibration with compliance under gravity"
+        return {
+            "calibrated.drives.toml": drive_file_text(
+                Drives(self.nominal.n, ()), np.zeros(0), note=note, stiffness=springs
+            )
+        }
 
     def summary(self, fit) -> dict[str, Any]:
         cov_twist = twist_covariance(fit.chain, fit.covariance)
@@ -347,10 +365,12 @@ class KinematicCalibrationProblem(SampleBlocks):
 
 
 _COMPLIANCE = (
-    "q_link = q + c tau_g(q): each joint deflects by its compliance c = 1/k times the model's "
+    "q_link = q - c tau_g(q): each joint sags by its compliance c = 1/k times the model's "
     "gravity torque (inverse dynamics at zero velocity and acceleration, with the log's "
     "payload) at the logged position; a joint whose compliance the data do not tell from zero "
-    "(below two standard deviations, or negative: no spring) is held rigid ('held_rigid'), "
+    "(below two standard deviations, or negative: no spring), or that carries no gravity in "
+    "the log (its largest torque below 2 % of the largest joint's), is held rigid "
+    "('held_rigid'), "
     "'estimated' false where the compliance is not fitted (held, or unseen: a joint that "
     "carries no gravity torque), stiffness null when rigid"
 )
