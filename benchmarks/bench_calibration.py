@@ -31,8 +31,12 @@ import numpy as np
 from timing import machine, median_seconds, row
 
 import workbench as wb
-from workbench.calibration.kinematic import KinematicProblem, Linearisation, calibrate_kinematic
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.fitting.kinematic import (
+    KinematicProblem,
+    Linearisation,
+    calibrate_kinematic,
+)
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.runtime import available_cores, set_num_threads
 from workbench.testing import central_differences
 

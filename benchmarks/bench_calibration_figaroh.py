@@ -59,8 +59,8 @@ import numpy as np
 from timing import machine, row
 
 import workbench as wb
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
-from workbench.calibration.simulate import exciting_trajectory, simulate_log
+from workbench.calibration.fitting.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.simulation.simulate import exciting_trajectory, simulate_log
 from workbench.dynamics.kinematics import forward_kinematics
 
 HELD_OUT = 2000

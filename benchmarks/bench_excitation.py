@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def gradients() -> list[dict]:
     import workbench as wb
-    from workbench.calibration.drives import Drives
     from workbench.excitation.experiment import dynamic_information, twist_information
     from workbench.excitation.trajectory import FourierSpace
+    from workbench.identification.drives import Drives
     from workbench.testing.excitation_reference import (
         analytic_gradient as _analytic,
     )

@@ -125,10 +125,10 @@ def run_figaroh(config: Path, seed: int, verbose: bool) -> dict:
 
 def run_workbench(limits: dict, iterations: int) -> dict:
     import workbench as wb
-    from workbench.calibration.drives import Drives
     from workbench.excitation.design import DesignOptions, Limits, TorqueFunction, design_trajectory
     from workbench.excitation.experiment import dynamic_information
     from workbench.excitation.trajectory import FourierSpace
+    from workbench.identification.drives import Drives
 
     chain = wb.models.load("staubli_tx40")
     clock = time.perf_counter()
@@ -151,9 +151,9 @@ def run_workbench(limits: dict, iterations: int) -> dict:
 
 
 def workbench_scores(chain, q, dq, ddq) -> dict:
-    from workbench.calibration.drives import Drives
     from workbench.excitation.experiment import dynamic_information
     from workbench.excitation.information import condition_number, log_det
+    from workbench.identification.drives import Drives
 
     information = dynamic_information(chain, Drives(chain.n, ("friction",)), np.ones(chain.n))
     F = information.matrix(q, dq, ddq)

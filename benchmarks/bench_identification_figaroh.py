@@ -723,9 +723,9 @@ def workbench_tx40() -> dict:
     URDF with the published drive parameters (``tx40.drives.toml``), no fit.
     """
     import workbench as wb
-    from workbench.calibration.drives import read_drive_file, sidecar_path
-    from workbench.calibration.kinds import DynamicProblem, Options
-    from workbench.calibration.log_files import read_log
+    from workbench.calibration.problems.kinds import DynamicProblem, Options
+    from workbench.identification.drives import read_drive_file, sidecar_path
+    from workbench.recordings.log_files import read_log
 
     start = time.perf_counter()
     chain = wb.models.load("staubli_tx40")
@@ -775,8 +775,8 @@ def workbench_ur10() -> dict:
     and marker frames only, joints nominal.
     """
     import workbench as wb
-    from workbench.calibration.kinds import KinematicCalibrationProblem, Options
-    from workbench.calibration.log_files import read_log
+    from workbench.calibration.problems.kinds import KinematicCalibrationProblem, Options
+    from workbench.recordings.log_files import read_log
 
     chain = wb.models.load("ur10e")
     log = read_log(REPOSITORY / "models" / "ur10" / "calibration.toml", chain)

@@ -48,7 +48,7 @@ def synthetic_log(model: str, seed: int = 0, noise: float = 0.5):
     ``tau_J``) of samples ``start`` to ``start + m``; ``noise`` N m is the torque noise's
     standard deviation."""
     import workbench as wb
-    from workbench.calibration.simulate import perturbed_truth
+    from workbench.calibration.simulation.simulate import perturbed_truth
     from workbench.dynamics.inverse_dynamics import inverse_dynamics
 
     chain = wb.models.load(model, moving=True)
@@ -115,10 +115,10 @@ def generate(model: str, folder: Path, samples: int, subset: int, seed: int = 0)
 def identify(kind: str, model: str, path: str, out: str | None) -> dict:
     """One identification in this process; its time and this process's peak memory."""
     import workbench as wb
-    from workbench.calibration.drives import Drives
-    from workbench.calibration.dynamic import fit_equations, torque_equations
-    from workbench.calibration.normal_equations import accumulate
-    from workbench.calibration.torque_model import TorqueModel, base_parameters
+    from workbench.calibration.fitting.dynamic import fit_equations, torque_equations
+    from workbench.calibration.fitting.normal_equations import accumulate
+    from workbench.identification.drives import Drives
+    from workbench.identification.torque_model import TorqueModel, base_parameters
     from workbench.warm_up import warm_up
 
     warm_up()
@@ -138,11 +138,11 @@ def identify(kind: str, model: str, path: str, out: str | None) -> dict:
         result["rows_fitted"] = summary["equations"]["rows_fitted"]
     else:
         if kind == "chunked":
-            from workbench.calibration.chunked_logs import open_chunked_log
+            from workbench.recordings.chunked_logs import open_chunked_log
 
             log = open_chunked_log(path, chain)
         else:
-            from workbench.calibration.log_files import read_log
+            from workbench.recordings.log_files import read_log
 
             log = read_log(path, chain, require=("tau",))
         model_ = TorqueModel(chain, Drives(chain.n))

@@ -6,7 +6,7 @@ joints 1-4 hold (0.3, 0.6, 0, -1.2). The motion is the D-optimal design of
 ``workbench payload excite`` (torque noise for the design: 1 % of the effort
 limits) and, beside it, the random Fourier motion of the same length, harmonics
 and limits that the design starts from. Each is logged ``--draws`` times at
-``--rate`` Hz as a robot logs it (``workbench.calibration.simulate.payload_log``:
+``--rate`` Hz as a robot logs it (``workbench.calibration.simulation.simulate.payload_log``:
 19-bit encoders from a random zero, torque noise 0.5 % of each joint's torque
 RMS plus 0.05 N m), written as a table of t, q and tau, read back (dq and ddq by
 Savitzky-Golay over 0.1 s: ``--savgol-window``, default 0.1 s of samples plus
@@ -31,11 +31,11 @@ import numpy as np
 
 import workbench as wb
 from workbench import inertia
-from workbench.calibration.log_files import read_log, write_log
-from workbench.calibration.payload import com_form, identify_payload
-from workbench.calibration.simulate import payload_log
+from workbench.calibration.fitting.payload import com_form, identify_payload
+from workbench.calibration.simulation.simulate import payload_log
 from workbench.excitation.payload import design_payload_excitation
 from workbench.excitation.problem import LimitSettings
+from workbench.recordings.log_files import read_log, write_log
 
 PHI = inertia.phi_from_com(1.5, np.array([0.02, -0.01, 0.08]), np.diag([0.004, 0.005, 0.003]))
 POSTURE = np.array([0.3, 0.6, 0.0, -1.2, 0.0, 0.5, 0.0])

@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from workbench.calibration.drives import numbered_joints
-from workbench.calibration.least_squares import check_determined
-from workbench.calibration.torque_model import BaseParameters
 from workbench.cli import main
 from workbench.errors import WorkbenchError
+from workbench.identification.drives import numbered_joints
+from workbench.identification.least_squares import check_determined
+from workbench.identification.torque_model import BaseParameters
 from workbench.models import urdf_path
 from workbench.ocp import kinds
 from workbench.urdf import load_robot

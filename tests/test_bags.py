@@ -1,4 +1,4 @@
-"""ROS bags (workbench.calibration.bags) and static postures (workbench.calibration.standstill).
+"""ROS bags (workbench.recordings.bags) and static postures (workbench.recordings.standstill).
 
 Bags are written here by rosbags in every storage (ROS 1 .bag, ROS 2 sqlite3 and
 MCAP folders, bare .db3 and .mcap files) from arrays the test generates, with
@@ -21,8 +21,8 @@ from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
 from workbench import cli
-from workbench.calibration import bags, standstill
 from workbench.errors import WorkbenchError
+from workbench.recordings import bags, standstill
 from workbench.testing.bag_writer import (
     JointStateStream,
     PoseStream,

@@ -11,16 +11,16 @@ from scipy.linalg import block_diag
 
 import workbench as wb
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.drives import Drives
-from workbench.calibration.dynamic import calibrate_dynamic
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
-from workbench.calibration.report import write_report
-from workbench.calibration.simulate import exciting_trajectory, simulate_log
-from workbench.calibration.torque_model import TorqueModel
-from workbench.calibration.twist import calibrate_twist
-from workbench.calibration.validation import EndSplit
+from workbench.calibration.fitting.dynamic import calibrate_dynamic
+from workbench.calibration.fitting.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.fitting.twist import calibrate_twist
+from workbench.calibration.reporting.report import write_report
+from workbench.calibration.selection.validation import EndSplit
+from workbench.calibration.simulation.simulate import exciting_trajectory, simulate_log
 from workbench.cli import main
 from workbench.eta import twist_covariance
+from workbench.identification.drives import Drives
+from workbench.identification.torque_model import TorqueModel
 from workbench.testing import central_differences
 
 
@@ -272,7 +272,7 @@ def test_known_payload_is_taken_off(iiwa):
     payload appended): declaring the payload gives the robot's own base parameters."""
     from dataclasses import replace as copy_with
 
-    from workbench.calibration.log import Log
+    from workbench.recordings.log import Log
 
     link = iiwa.n - 1
     phi = wb.inertia.phi_from_com(2.0, np.array([0.01, -0.02, 0.08]), np.diag([0.01, 0.012, 0.004]))

@@ -1,5 +1,5 @@
 """Every registered calibration kind's problem, in memory and accumulated from a large log,
-satisfies the one contract (workbench.calibration.problem) and runs through the one loop
+satisfies the one contract (workbench.calibration.problems.problem) and runs through the one loop
 (workbench.calibration.cross_validation) to the noise the test put in its simulated log."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 import workbench as wb
 from workbench.calibration import KINDS, CalibrationProblem, EndSplit, Folds, Options, calibrate
-from workbench.calibration.chunked_logs import open_chunked_log
-from workbench.calibration.dynamic import torque_equations
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.fitting.dynamic import torque_equations
+from workbench.calibration.simulation.simulate import simulate_log
+from workbench.recordings.chunked_logs import open_chunked_log
 
 NOISE = {"kinematic": 1e-4, "twist": 0.05, "dynamic": 0.05}  # m per axis, N m per joint
 

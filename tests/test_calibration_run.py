@@ -7,10 +7,10 @@ import pytest
 
 import workbench as wb
 from workbench.calibration import Request
-from workbench.calibration.log_files import write_log
 from workbench.calibration.run import check_request, run_calibration
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import main
+from workbench.recordings.log_files import write_log
 
 
 @pytest.mark.parametrize(

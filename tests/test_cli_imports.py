@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.calibration.kind_names import KIND_NAMES
-from workbench.calibration.kinds import KINDS
+from workbench.calibration.problems.kind_names import KIND_NAMES
+from workbench.calibration.problems.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench.calibration.closed_chain import (
+from workbench.calibration.fitting.closed_chain import (
     ClosedChainTwistProblem,
     motor_trajectory,
     simulate_closed_log,
 )
-from workbench.calibration.twist import calibrate_twist
+from workbench.calibration.fitting.twist import calibrate_twist
 from workbench.closed_chains import load
 from workbench.closed_chains.derivatives import closed_chain_derivatives
 from workbench.closed_chains.dynamics import motor_torques

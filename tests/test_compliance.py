@@ -1,4 +1,4 @@
-"""Joint compliance under gravity in the kinematic calibration (workbench.calibration.compliance).
+"""Joint compliance under gravity in the kinematic calibration (calibration.fitting.compliance).
 
 References the project did not write: Pinocchio's generalized gravity (the
 torques, with a payload appended to a joint's body) and its forward
@@ -18,14 +18,14 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from workbench.calibration import compliance
-from workbench.calibration.kinematic import KinematicProblem
-from workbench.calibration.kinematic_problem import Candidate, KinematicCalibrationProblem
-from workbench.calibration.log import Marker
-from workbench.calibration.problem import Options
-from workbench.calibration.selection import select
-from workbench.calibration.simulate import simulate_log
-from workbench.calibration.validation import Folds
+from workbench.calibration.fitting import compliance
+from workbench.calibration.fitting.kinematic import KinematicProblem
+from workbench.calibration.problems.kinematic_problem import Candidate, KinematicCalibrationProblem
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.selection import select
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import simulate_log
+from workbench.recordings.log import Marker
 
 STIFFNESS = np.array([1e4, 3e4, 1e4, 1e3, 1e3, 1e3])  # N m/rad: deflections up to ~2e-3 rad
 NOISE = 2e-5  # m per coordinate
@@ -165,7 +165,7 @@ def test_stiffness_in_mujoco_holds_the_deflected_arm_against_gravity(ur5, tmp_pa
     spring force balances its own gravity torques (to the first order the model keeps)."""
     import mujoco
 
-    from workbench.calibration.drives import (
+    from workbench.identification.drives import (
         Drives,
         drive_file_text,
         read_drive_file,

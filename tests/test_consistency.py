@@ -1,4 +1,4 @@
-"""Physically consistent identification (workbench.calibration.consistency) against an
+"""Physically consistent identification (workbench.identification.consistency) against an
 independent solver of the same convex problem (CasADi + IPOPT, pseudo-inertias written as
 F F^T + delta 1), pseudo-inertias of point masses, and the objective of the module docstring
 evaluated here."""
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.consistency import consistent_fit, is_consistent, pseudo_inertia_map
-from workbench.calibration.drives import Drives
-from workbench.calibration.dynamic import calibrate_dynamic
-from workbench.calibration.simulate import simulate_log
-from workbench.calibration.torque_model import TorqueModel
+from workbench.calibration.fitting.dynamic import calibrate_dynamic
+from workbench.calibration.simulation.simulate import simulate_log
+from workbench.identification.consistency import consistent_fit, is_consistent, pseudo_inertia_map
+from workbench.identification.drives import Drives
+from workbench.identification.torque_model import TorqueModel
 from workbench.inertia import pseudo_inertia
 
 DELTA = 1e-9  # the module docstring's smallest pseudo-inertia eigenvalue

@@ -16,11 +16,11 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.log import Marker
-from workbench.calibration.problem import Options
-from workbench.calibration.recording import read_description
-from workbench.calibration.simulate import perturbed_truth, simulate_log
-from workbench.calibration.validation import Folds
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import perturbed_truth, simulate_log
+from workbench.recordings.log import Marker
+from workbench.recordings.recording import read_description
 
 NOISE = 2e-5  # m per coordinate
 

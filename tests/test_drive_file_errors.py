@@ -3,8 +3,8 @@ fault), as every reader's are; before, the term and transmission checks named ne
 
 import pytest
 
-from workbench.calibration.drives import read_drive_file
 from workbench.errors import WorkbenchError
+from workbench.identification.drives import read_drive_file
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_a_singular_transmission_is_refused_naming_it():
     follow joint 1 and none joint 2) is refused; an invertible coupled one is kept."""
     import numpy as np
 
-    from workbench.calibration.drives import Drives
+    from workbench.identification.drives import Drives
 
     with pytest.raises(
         WorkbenchError, match=r"transmission matrix \[\[1., 0.\],\s*\[1., 0.\]\] is not invertible"

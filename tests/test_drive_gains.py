@@ -20,12 +20,12 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from workbench.calibration import signals
-from workbench.calibration.drive_gains import identify_drive_gains, with_payload
-from workbench.calibration.drives import Drives
-from workbench.calibration.log import Log
-from workbench.calibration.simulate import exciting_trajectory, perturbed_truth
-from workbench.calibration.torque_model import TorqueModel
+from workbench.calibration.fitting.drive_gains import identify_drive_gains, with_payload
+from workbench.calibration.simulation.simulate import exciting_trajectory, perturbed_truth
+from workbench.identification.drives import Drives
+from workbench.identification.torque_model import TorqueModel
+from workbench.recordings import signals
+from workbench.recordings.log import Log
 
 RATE = 100.0  # Hz
 

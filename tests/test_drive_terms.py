@@ -1,5 +1,5 @@
 """Drive terms beyond viscous and Coulomb friction: Stribeck, load-dependent and temperature
-friction, and a torque sensor delay (workbench.calibration.drives, drive_shapes,
+friction, and a torque sensor delay (workbench.identification.drives, drive_shapes,
 sensor_delay, term_screening).
 
 Truths the tests generate: synthetic planar 2R logs (``simulate_log``) whose
@@ -24,22 +24,22 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.drives import (
+from workbench.calibration.fitting.dynamic import calibrate_dynamic
+from workbench.calibration.fitting.sensor_delay import delayed_torques
+from workbench.calibration.selection.term_screening import benefit_rows
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import drive_truth, simulate_log
+from workbench.cli import main
+from workbench.identification.drives import (
     STRIBECK_EXPONENT,
     DriveInputs,
     Drives,
     drive_file_text,
     read_drive_file,
 )
-from workbench.calibration.dynamic import calibrate_dynamic
-from workbench.calibration.log import Defaults, Log
-from workbench.calibration.log_files import read_log, write_log
-from workbench.calibration.recording import read_description
-from workbench.calibration.sensor_delay import delayed_torques
-from workbench.calibration.simulate import drive_truth, simulate_log
-from workbench.calibration.term_screening import benefit_rows
-from workbench.calibration.validation import Folds
-from workbench.cli import main
+from workbench.recordings.log import Defaults, Log
+from workbench.recordings.log_files import read_log, write_log
+from workbench.recordings.recording import read_description
 
 ROOT = Path(__file__).resolve().parents[1]
 FURTHER = ("stribeck", "load_friction", "temperature", "sensor_delay")

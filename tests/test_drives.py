@@ -1,4 +1,4 @@
-"""Drive terms of the torque model (workbench.calibration.drives) against per-joint closed forms
+"""Drive terms of the torque model (workbench.identification.drives) against per-joint closed forms
 and an independent motor-side physical model (rotor inertia, viscous and Coulomb friction of
 each motor, reaching the joints through R^T by virtual power)."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.drives import (
+from workbench.identification.drives import (
     Drives,
     drive_file_text,
     read_drive_file,

@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.effort_units import (
+from workbench.calibration.checks.effort_units import (
     RATIO_HIGH,
     RATIO_LOW,
     compare_efforts,
     nominal_torques,
 )
-from workbench.calibration.log import Log
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.recordings.log import Log
 
 TIAGO_ARM = ("torso_lift_joint", *(f"arm_{i}_joint" for i in range(1, 8)))
 

@@ -12,9 +12,6 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.drives import Drives
-from workbench.calibration.log_files import read_log
-from workbench.calibration.torque_model import TorqueModel, base_parameters
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.excitation import postures as po
@@ -33,6 +30,9 @@ from workbench.excitation.information import (
 )
 from workbench.excitation.problem import read_problem
 from workbench.excitation.trajectory import FourierSpace, margin_factor
+from workbench.identification.drives import Drives
+from workbench.identification.torque_model import TorqueModel, base_parameters
+from workbench.recordings.log_files import read_log
 from workbench.testing import central_differences
 
 ROOT = Path(__file__).resolve().parents[1]

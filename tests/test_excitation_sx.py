@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.drives import Drives
 from workbench.excitation.experiment import dynamic_information, twist_information
 from workbench.excitation.trajectory import FourierSpace
+from workbench.identification.drives import Drives
 from workbench.testing.excitation_reference import (
     analytic_gradient,
     central_gradient,

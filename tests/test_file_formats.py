@@ -43,12 +43,12 @@ import numpy as np
 import pytest
 
 from workbench import config, models
-from workbench.calibration import drives as drive_files
-from workbench.calibration import recording
 from workbench.closed_chains import read as read_closure_file
 from workbench.excitation.problem import read_problem
 from workbench.fivebar_design import FiveBarDesign
+from workbench.identification import drives as drive_files
 from workbench.ocp import kinds
+from workbench.recordings import recording
 from workbench.sweep.spec import Sweep
 from workbench.urdf import load_urdf
 
@@ -85,13 +85,13 @@ class Format:
 FORMATS = (
     Format(
         "Log description",
-        ("workbench/calibration/recording.py",),
+        ("workbench/recordings/recording.py",),
         ("models/*/identification*.toml", "models/ur10/calibration.toml"),
         _read_log_description,
     ),
     Format(
         "Drive file",
-        ("workbench/calibration/drives.py",),
+        ("workbench/identification/drives.py",),
         ("models/*/*.drives.toml",),
         _read_drive_file,
     ),
@@ -491,7 +491,7 @@ def test_a_written_payload_table_reads_as_documented(tmp_path):
     """payload.toml (workbench payload identify) appended to the documented log description
     reads back with documented keys, as the known payload of the description."""
     from workbench import inertia
-    from workbench.calibration.payload import payload_table
+    from workbench.calibration.fitting.payload import payload_table
 
     fmt = FORMATS[0]
     (example,) = re.findall(r"```toml\n(.*?)```", _section_of(fmt), flags=re.S)

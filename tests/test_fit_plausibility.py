@@ -20,16 +20,20 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.fit_plausibility import (
+from workbench.calibration.checks.fit_plausibility import (
     absurd_parameters,
     check_fit,
     diagnose,
 )
-from workbench.calibration.log import Log
-from workbench.calibration.log_files import read_log, write_log
-from workbench.calibration.simulate import exciting_trajectory, perturbed_truth, simulate_log
+from workbench.calibration.cross_validation import calibrate
+from workbench.calibration.simulation.simulate import (
+    exciting_trajectory,
+    perturbed_truth,
+    simulate_log,
+)
 from workbench.errors import ImplausibleFit, WorkbenchError
+from workbench.recordings.log import Log
+from workbench.recordings.log_files import read_log, write_log
 
 POSITIONS = 'file = "p2r.csv"\ncolumns = ["q_joint_1", "q_joint_2"]\nunit = "rad"\n'
 TORQUES = 'file = "p2r.csv"\ncolumns = ["tau_joint_1", "tau_joint_2"]\n'

@@ -1,10 +1,10 @@
 """Property-based fuzzing of the readers of user files: any bytes give a result or a WorkbenchError.
 
-The CSV/NPZ table reader (:func:`workbench.calibration.tables.read_table`),
-the log reader on top of it (:func:`workbench.calibration.log_files.read_log`),
+The CSV/NPZ table reader (:func:`workbench.recordings.tables.read_table`),
+the log reader on top of it (:func:`workbench.recordings.log_files.read_log`),
 the TOML reader with its typed accessors (:func:`workbench.config.read_toml`,
 :class:`workbench.config.Section`) and log descriptions
-(:func:`workbench.calibration.recording.read_description`) get random bytes,
+(:func:`workbench.recordings.recording.read_description`) get random bytes,
 random text near the valid formats, and mutations of valid files.
 """
 
@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench.calibration.log_files import read_log
-from workbench.calibration.recording import read_description
-from workbench.calibration.tables import read_table
 from workbench.config import Section, read_toml
+from workbench.recordings.log_files import read_log
+from workbench.recordings.recording import read_description
+from workbench.recordings.tables import read_table
 
 FUZZ = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

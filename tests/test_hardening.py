@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration import plausibility
-from workbench.calibration.log import Log
-from workbench.calibration.log_files import read_log, write_log
-from workbench.calibration.report import json_ready
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.reporting.report import json_ready
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import build_parser, main
 from workbench.config import read_toml
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.io import MANIFEST_SUFFIX, results_directory
+from workbench.recordings import plausibility
+from workbench.recordings.log import Log
+from workbench.recordings.log_files import read_log, write_log
 from workbench.urdf import write_urdf
 from workbench.viz.report_page import report_page
 

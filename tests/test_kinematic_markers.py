@@ -15,9 +15,13 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from workbench.calibration.kinematic import KinematicModel, KinematicProblem, calibrate_kinematic
-from workbench.calibration.log import Log, Marker
-from workbench.calibration.simulate import exciting_trajectory, perturbed_truth
+from workbench.calibration.fitting.kinematic import (
+    KinematicModel,
+    KinematicProblem,
+    calibrate_kinematic,
+)
+from workbench.calibration.simulation.simulate import exciting_trajectory, perturbed_truth
+from workbench.recordings.log import Log, Marker
 from workbench.testing import central_differences
 
 

@@ -15,17 +15,17 @@ import pyarrow.parquet as pq
 import pytest
 
 import workbench as wb
-from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.drives import Drives
-from workbench.calibration.dynamic import calibrate_dynamic, torque_equations
-from workbench.calibration.log_files import read_log, write_log
-from workbench.calibration.problem import Options
-from workbench.calibration.report import write_report
-from workbench.calibration.simulate import simulate_log
-from workbench.calibration.torque_model import TorqueModel, base_parameters
-from workbench.calibration.validation import EndSplit, Folds
+from workbench.calibration.fitting.dynamic import calibrate_dynamic, torque_equations
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.reporting.report import write_report
+from workbench.calibration.selection.validation import EndSplit, Folds
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.errors import WorkbenchError
+from workbench.identification.drives import Drives
+from workbench.identification.torque_model import TorqueModel, base_parameters
+from workbench.recordings.chunked_logs import is_chunked_log, open_chunked_log
+from workbench.recordings.log_files import read_log, write_log
 
 SAMPLES = 4000
 
@@ -284,9 +284,9 @@ def test_memory_stays_bounded(tmp_path):
         f"""
         import json, resource, numpy as np, pyarrow as pa, pyarrow.parquet as pq
         import workbench as wb
-        from workbench.calibration.trajectories import exciting_trajectory
-        from workbench.calibration.dynamic import calibrate_dynamic
-        from workbench.calibration.chunked_logs import open_chunked_log
+        from workbench.calibration.simulation.trajectories import exciting_trajectory
+        from workbench.calibration.fitting.dynamic import calibrate_dynamic
+        from workbench.recordings.chunked_logs import open_chunked_log
         from workbench.dynamics.inverse_dynamics import inverse_dynamics
         chain = wb.models.load("iiwa", moving=True)
         path = "{tmp_path}/big.parquet"

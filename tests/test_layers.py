@@ -88,3 +88,50 @@ def test_the_import_graph_has_no_cycle():
     for module in sorted(graph):
         if module not in state:
             visit(module, [])
+
+
+def test_no_package_imports_a_private_name_of_another():
+    """``tools/rooms.py``, the command that prints the rooms, finds no private import across
+    packages; checked against an import it must catch."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "rooms.py")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout
+    assert "cross-package private imports: 0" in done.stdout
+
+
+def test_rooms_finds_a_private_import_across_packages(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rooms", ROOT / "tools" / "rooms.py")
+    rooms = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rooms)
+    for folder in ("a", "b"):
+        (tmp_path / "workbench" / folder).mkdir(parents=True)
+        (tmp_path / "workbench" / folder / "__init__.py").write_text("")
+    (tmp_path / "workbench" / "a" / "x.py").write_text("_hidden = 1\n")
+    (tmp_path / "workbench" / "a" / "y.py").write_text("from workbench.a.x import _hidden\n")
+    (tmp_path / "workbench" / "b" / "z.py").write_text(
+        "from workbench.a.x import _hidden\nfrom workbench.a import x\nx._hidden\n"
+    )
+    monkeypatch.setattr(rooms, "ROOT", tmp_path)
+    monkeypatch.setattr(rooms, "SOURCE", tmp_path / "workbench")
+    found = rooms.private_imports(rooms.modules())
+    assert [(f, line) for f, line, _ in found] == [("workbench/b/z.py", 1), ("workbench/b/z.py", 3)]
+
+
+def test_recordings_and_the_identification_model_import_without_calibration():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import workbench.recordings.log_files, workbench.identification.least_squares;"
+        "print(sorted(m for m in sys.modules if m.startswith('workbench.calibration')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert done.stdout.strip() == "[]"

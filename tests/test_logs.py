@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.log_files import read_log, write_log
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.simulation.simulate import simulate_log
+from workbench.recordings.log_files import read_log, write_log
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_a_log_too_long_for_memory_is_refused_before_it_is_read(tmp_path, chain,
     budget is refused naming the file and the size, before a line is parsed."""
     import gzip
 
-    from workbench.calibration import tables
+    from workbench.recordings import tables
 
     header, rows = good_table(chain)
     path = tmp_path / "log.csv.gz"
@@ -165,7 +165,7 @@ def test_a_gzip_whose_trailer_says_small_is_stopped_as_it_expands(tmp_path, chai
     import gzip
 
     from workbench import config
-    from workbench.calibration import tables
+    from workbench.recordings import tables
 
     header, _ = good_table(chain)
     rows = [[0.01 * k, 1e-3 * k, -1e-3 * k, 1.0 + 1e-3 * k, 2.0 - 1e-3 * k] for k in range(1000)]

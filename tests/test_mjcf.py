@@ -24,16 +24,16 @@ import pytest
 
 import workbench as wb
 from workbench import closed_chains
-from workbench.calibration.drives import (
+from workbench.cli import main
+from workbench.closed_chains import kinematics
+from workbench.closed_chains.mjcf import mjcf_string as closed_mjcf_string
+from workbench.errors import WorkbenchWarning
+from workbench.identification.drives import (
     drive_torques,
     read_drive_file,
     sidecar_path,
     simulator_terms,
 )
-from workbench.cli import main
-from workbench.closed_chains import kinematics
-from workbench.closed_chains.mjcf import mjcf_string as closed_mjcf_string
-from workbench.errors import WorkbenchWarning
 from workbench.inertia import com_from_phi
 from workbench.mjcf import mjcf_string, realizable
 from workbench.models import urdf_path

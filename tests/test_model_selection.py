@@ -1,4 +1,5 @@
-"""Kinematic calibration chooses what to fit by held-out folds (workbench.calibration.selection).
+"""Kinematic calibration chooses what to fit by held-out folds
+(workbench.calibration.selection.selection).
 
 Truths the tests generate: the nominal iiwa with only its tool frame moved
 (the frames candidate is the truth), with moved joint axes
@@ -20,10 +21,10 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.kinematic import KinematicProblem, calibrate_kinematic
-from workbench.calibration.problem import Options
-from workbench.calibration.simulate import perturbed_truth, simulate_log
-from workbench.calibration.validation import Folds
+from workbench.calibration.fitting.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import perturbed_truth, simulate_log
 from workbench.cli import main
 
 UR10 = Path(__file__).resolve().parents[1] / "models" / "ur10"

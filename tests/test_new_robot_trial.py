@@ -11,13 +11,13 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from workbench.calibration.checks.fit_plausibility import absurd_parameters, check_fit
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.fit_plausibility import absurd_parameters, check_fit
-from workbench.calibration.log_files import read_log
-from workbench.calibration.tables import write_table
-from workbench.calibration.validation import Folds
+from workbench.calibration.selection.validation import Folds
 from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
 from workbench.models import load, urdf_path
+from workbench.recordings.log_files import read_log
+from workbench.recordings.tables import write_table
 from workbench.testing.bag_writer import JointStateStream, PoseStream, write_bag
 
 ARM = tuple(f"arm_{i}_joint" for i in range(1, 8))
@@ -153,7 +153,7 @@ def test_export_puts_a_whole_robot_calibration_s_drive_terms_on_its_calibrated_j
 
     import mujoco
 
-    from workbench.calibration.drives import Drives, drive_file_text
+    from workbench.identification.drives import Drives, drive_file_text
 
     results = tmp_path / "results"
     results.mkdir()
@@ -220,8 +220,8 @@ def test_excite_designs_for_the_joints_a_problem_file_names_on_a_whole_robot(tmp
 def test_a_rank_deficient_fit_names_the_joints_of_the_parameters_it_cannot_separate():
     """Two wheels at exactly constant speed: fv and fs of each are one column. The refusal
     named 'fv8, fs8' of a 9-joint chain numbered from 1; it names the joints too."""
-    from workbench.calibration.least_squares import check_determined
-    from workbench.calibration.torque_model import BaseParameters
+    from workbench.identification.least_squares import check_determined
+    from workbench.identification.torque_model import BaseParameters
 
     rng = np.random.default_rng(0)
     names = ("Izz1", "fv1", "fs1", "fv2", "fs2")
@@ -241,7 +241,7 @@ def test_a_whole_robot_calibration_s_drive_file_gives_the_nominal_of_other_joint
     arm took arm_1..arm_7's friction shifted by one joint, six arm joints were refused."""
     import json
 
-    from workbench.calibration.drives import Drives, drive_file_text, nominal_drive_values
+    from workbench.identification.drives import Drives, drive_file_text, nominal_drive_values
 
     drives = Drives(len(ARM), ("friction",))
     values = np.array([10.0 * (j // 2 + 1) + j % 2 for j in range(len(drives.names))])
@@ -321,8 +321,8 @@ def test_mocap_poses_lost_while_tracking_are_left_out_of_the_standstill_postures
 def test_a_wheel_that_never_accelerates_is_named_by_its_joint(loss):
     """A wheel at exactly constant speed: its inertia column is zero. The refusal names
     'Izz2 (joint 'wheel_left_joint')', whatever the loss."""
-    from workbench.calibration.log import Log
-    from workbench.calibration.problem import Options
+    from workbench.calibration.problems.problem import Options
+    from workbench.recordings.log import Log
 
     chain = load("tiago", joints=["arm_1_joint", "wheel_left_joint"])
     t = np.arange(2000) / 100.0
@@ -340,7 +340,7 @@ def test_a_head_servo_dithering_by_one_encoder_count_is_held_still(tmp_path):
     holds its position within one count of its 12-bit encoder (1.5 mrad) was taken for a
     moving joint, calibrated, and the fit failed with heads of 24 kg m^2 ('likely cause:
     unknown'). It is held still, at its median."""
-    from workbench.calibration.log_files import logged_joints
+    from workbench.recordings.log_files import logged_joints
 
     t = np.arange(1200) / RATE
     names, q, tau = whole_robot_log(t)

@@ -20,19 +20,14 @@ import pytest
 
 import workbench as wb
 from workbench import inertia
-from workbench.calibration.consistency import DELTA
-from workbench.calibration.drives import Drives, drive_file_text
-from workbench.calibration.log import Log
-from workbench.calibration.log_files import read_log, write_log
-from workbench.calibration.payload import (
+from workbench.calibration.fitting.payload import (
     com_form,
     com_jacobian,
     identify_payload,
     payload_table,
     urdf_snippet,
 )
-from workbench.calibration.simulate import payload_log, with_payload
-from workbench.calibration.tables import read_table, write_table
+from workbench.calibration.simulation.simulate import payload_log, with_payload
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.excitation.design import Limits, TorqueFunction, random_parameters
@@ -47,6 +42,11 @@ from workbench.excitation.payload import (
 )
 from workbench.excitation.problem import LimitSettings
 from workbench.excitation.trajectory import FourierSpace
+from workbench.identification.consistency import DELTA
+from workbench.identification.drives import Drives, drive_file_text
+from workbench.recordings.log import Log
+from workbench.recordings.log_files import read_log, write_log
+from workbench.recordings.tables import read_table, write_table
 
 LINK = "iiwa_link_7"
 MASS, COM = 1.5, np.array([0.02, -0.01, 0.08])

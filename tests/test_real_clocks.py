@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.clock import resample, uniform_clock
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.log_files import read_log
-from workbench.calibration.simulate import perturbed_truth
-from workbench.calibration.tables import write_table
-from workbench.calibration.trajectories import exciting_trajectory
-from workbench.calibration.validation import Folds
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import perturbed_truth
+from workbench.calibration.simulation.trajectories import exciting_trajectory
+from workbench.recordings.clock import resample, uniform_clock
+from workbench.recordings.log_files import read_log
+from workbench.recordings.tables import write_table
 from workbench.testing.bag_writer import STORAGES, write_joint_states
 
 RATE = 100.0

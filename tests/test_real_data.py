@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.log_files import read_log
-from workbench.calibration.torque_model import parse_expression
 from workbench.cli import main
+from workbench.identification.torque_model import parse_expression
+from workbench.recordings.log_files import read_log
 from workbench.resources import shipped
 
 TX40 = shipped("models") / "staubli_tx40"
@@ -100,7 +100,7 @@ def test_tx40_beats_the_published_nominal_model_on_held_out_data(tx40_run):
 
 
 def test_tx40_outputs_read_back(tx40_run):
-    from workbench.calibration.drives import read_drive_file
+    from workbench.identification.drives import read_drive_file
 
     drives, values = read_drive_file(tx40_run / "calibrated.drives.toml", 6)
     assert drives.coupled == [5]

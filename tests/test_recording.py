@@ -1,4 +1,4 @@
-"""Log descriptions (workbench.calibration.recording) read through read_log: synthetic
+"""Log descriptions (workbench.recordings.recording) read through read_log: synthetic
 recordings with known q(t), units, transmissions and marker rotations, checked against
 quantities computed here (inverse transmissions, analytic derivatives, SciPy rotations,
 SciPy filter padding), and one WorkbenchError per kind of bad description."""
@@ -15,7 +15,7 @@ from scipy import signal
 from scipy.spatial.transform import Rotation
 
 import workbench as wb
-from workbench.calibration.log_files import read_log
+from workbench.recordings.log_files import read_log
 
 DEG = np.pi / 180.0
 
@@ -627,8 +627,8 @@ def test_payload_section(tmp_path, planar):
 
 def test_an_unknown_torque_model_term_is_named_with_the_choices(tmp_path, planar):
     """A misspelt `[model] terms` entry is refused naming the file, the key, the entry and the
-    terms the torque model has (every one of workbench.calibration.drives' TERMS)."""
-    from workbench.calibration.drives import TERMS
+    terms the torque model has (every one of workbench.identification.drives' TERMS)."""
+    from workbench.identification.drives import TERMS
 
     q = static_poses(planar, 30, seed=1)
     write_table(tmp_path / "data.csv", ["a", "b", "ta", "tb"], np.column_stack([q, q]))

@@ -1,6 +1,6 @@
 """Dynamic identification of a log in memory with the regressor computed block by block
-(workbench.calibration.regressor_blocks): the fit is numpy's lstsq of the whole stacked system,
-whatever the block size, and memory does not grow with the regressor."""
+(workbench.calibration.problems.regressor_blocks): the fit is numpy's lstsq of the whole
+stacked system, whatever the block size, and memory does not grow with the regressor."""
 
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration import KINDS, Folds, Options, signals
-from workbench.calibration import regressor_blocks as regressor_blocks_module
-from workbench.calibration.drives import Drives
-from workbench.calibration.dynamic import torque_equations
-from workbench.calibration.least_squares import fit_factors
-from workbench.calibration.regressor_blocks import regressor_blocks
-from workbench.calibration.simulate import simulate_log
-from workbench.calibration.torque_model import TorqueModel, base_parameters
+from workbench.calibration import KINDS, Folds, Options
+from workbench.calibration.fitting.dynamic import torque_equations
+from workbench.calibration.problems import regressor_blocks as regressor_blocks_module
+from workbench.calibration.problems.regressor_blocks import regressor_blocks
+from workbench.calibration.simulation.simulate import simulate_log
+from workbench.identification.drives import Drives
+from workbench.identification.least_squares import fit_factors
+from workbench.identification.torque_model import TorqueModel, base_parameters
+from workbench.recordings import signals
 
 
 @pytest.fixture(scope="module")

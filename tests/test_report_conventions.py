@@ -22,12 +22,12 @@ import pytest
 
 import workbench as wb
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.exact_urdf import calibrated_urdf
-from workbench.calibration.parameter_figures import std_figure
-from workbench.calibration.problem import Options
-from workbench.calibration.report import write_report
-from workbench.calibration.simulate import simulate_log
-from workbench.calibration.validation import Folds
+from workbench.calibration.problems.parameter_figures import std_figure
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.reporting.exact_urdf import calibrated_urdf
+from workbench.calibration.reporting.report import write_report
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.errors import WorkbenchWarning
 
 ARM = """<?xml version="1.0"?>

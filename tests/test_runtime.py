@@ -69,10 +69,10 @@ def test_no_kernel_compiles_after_warm_up_on_another_robot():
         import numpy as np
         from numba.core.registry import CPUDispatcher
         from workbench import models
-        from workbench.calibration.problem import Options
+        from workbench.calibration.problems.problem import Options
         from workbench.calibration.cross_validation import calibrate
-        from workbench.calibration.simulate import simulate_log
-        from workbench.calibration.validation import Folds
+        from workbench.calibration.simulation.simulate import simulate_log
+        from workbench.calibration.selection.validation import Folds
         from workbench.dynamics.regressor import regressor_columns, torque_regressor
         from workbench.warm_up import warm_up
 

@@ -1,4 +1,4 @@
-"""Signal processing for identification (workbench.calibration.signals) against SciPy, NumPy,
+"""Signal processing for identification (workbench.recordings.signals) against SciPy, NumPy,
 closed-form filter responses and direct convolution sums written here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from scipy import signal
 
 import workbench as wb
-from workbench.calibration import signals
+from workbench.recordings import signals
 
 
 def sine_fit(t: np.ndarray, x: np.ndarray, frequency: float) -> tuple[float, float]:

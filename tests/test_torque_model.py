@@ -1,4 +1,4 @@
-"""The identification torque model (workbench.calibration.torque_model) against Pinocchio's rnea
+"""The identification torque model (workbench.identification.torque_model) against Pinocchio's rnea
 and joint-torque regressor, drive torques written out here, the rank of the regressor, and the
 published TX40 identification with coefficients from its URDF geometry."""
 
@@ -15,8 +15,8 @@ from scipy.spatial.transform import Rotation
 
 import workbench as wb
 from tests.conftest import random_state
-from workbench.calibration.drives import Drives, read_drive_file
-from workbench.calibration.torque_model import TorqueModel, base_parameters, parse_expression
+from workbench.identification.drives import Drives, read_drive_file
+from workbench.identification.torque_model import TorqueModel, base_parameters, parse_expression
 from workbench.resources import shipped
 
 TX40 = shipped("models") / "staubli_tx40"
@@ -60,7 +60,7 @@ def drive_values(model: TorqueModel, seed: int) -> np.ndarray:
 
 
 def drive_torques_by_hand(drives: Drives, values: np.ndarray, dq, ddq) -> np.ndarray:
-    """Drive torques from the module docstring of workbench.calibration.drives, term by term."""
+    """Drive torques from the module docstring of workbench.identification.drives, term by term."""
     tau = np.zeros_like(dq)
     R = drives.transmission
     for name, v in zip(drives.names, values, strict=True):

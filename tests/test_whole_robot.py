@@ -16,10 +16,10 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
-from workbench.calibration.log_files import write_log
-from workbench.calibration.simulate import simulate_log
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.dynamics.kinematics import forward_kinematics
 from workbench.models import urdf_path
+from workbench.recordings.log_files import write_log
 from workbench.urdf import load_robot, reload_urdf, write_urdf
 
 TIAGO_ARM = ("torso_lift_joint", *(f"arm_left_{i}_joint" for i in range(1, 8)))
@@ -215,7 +215,7 @@ def test_description_columns_name_the_missing_joints(tmp_path):
     (tmp_path / "arm.toml").write_text(
         '[positions]\nfile = "arm.csv"\ncolumns = ["q_torso_lift_joint", "q_arm_left_1_joint"]\n'
     )
-    from workbench.calibration.log_files import read_log
+    from workbench.recordings.log_files import read_log
 
     with pytest.raises(wb.WorkbenchError, match="expected 8, one per joint in the order torso"):
         read_log(tmp_path / "arm.toml", chain)
@@ -255,9 +255,9 @@ def test_kinematic_calibration_from_a_bag_with_mocap_postures(tmp_path, storage)
     """Joint states and a /tf mocap stream in one bag: the 25 held postures are found, averaged,
     and calibrate the arm of the whole robot (position error below the nominal model's)."""
     from workbench.calibration.cross_validation import calibrate
-    from workbench.calibration.log_files import read_log
-    from workbench.calibration.problem import Options
-    from workbench.calibration.validation import Folds
+    from workbench.calibration.problems.problem import Options
+    from workbench.calibration.selection.validation import Folds
+    from workbench.recordings.log_files import read_log
     from workbench.testing.bag_writer import JointStateStream, PoseStream, write_bag
 
     chain = wb.models.load("tiago_pro", joints=list(TIAGO_ARM))
@@ -318,7 +318,7 @@ def test_locked_values_outside_the_limits_are_refused():
 def test_a_bag_given_directly_calibrates_the_joints_it_moves(tmp_path):
     """/joint_states of a whole robot: the arm moves, head and wheels stand still (the head at
     -0.3): the arm is calibrated, the others are locked where the bag holds them."""
-    from workbench.calibration.log_files import logged_joints
+    from workbench.recordings.log_files import logged_joints
     from workbench.testing.bag_writer import write_joint_states
 
     arm = ARMS["tiago"]

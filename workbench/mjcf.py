@@ -12,7 +12,7 @@ limits as ``ctrlrange`` when finite) per actuated joint; the chain's gravity.
 Numbers are written at full double precision (``repr``), angles in radians.
 
 Drive terms, joint side and SI units (what ``workbench calibrate`` identifies,
-:mod:`workbench.calibration.drives`), in MuJoCo's terms:
+:mod:`workbench.identification.drives`), in MuJoCo's terms:
 
 * ``armature`` (kg m^2 or kg): rotor inertia reflected to the joint, added
   to the diagonal of the joint-space mass matrix;
@@ -21,7 +21,7 @@ Drive terms, joint side and SI units (what ``workbench calibrate`` identifies,
 * ``frictionloss`` (N m or N): Coulomb friction, a constraint force within
   ``+-frictionloss`` that opposes motion (``fs sign(dq)`` once sliding);
 * ``stiffness`` (N m/rad or N/m): a joint's calibrated compliance under
-  gravity (:mod:`workbench.calibration.compliance`), a spring between the
+  gravity (:mod:`workbench.calibration.fitting.compliance`), a spring between the
   motor and the link: MuJoCo's passive force ``-stiffness (q - q_spring)``
   is that spring when ``qpos_spring`` (``springref``, default 0) holds the
   motor position, which a simulation sets (``model.qpos_spring``) to where

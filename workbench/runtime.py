@@ -146,7 +146,7 @@ KERNEL_MODULES = (
     "dynamics/regressor.py",
     "dynamics/time_derivatives.py",
     "closed_chains/loop_kernels.py",
-    "calibration/kinematic_kernels.py",
+    "calibration/fitting/kinematic_kernels.py",
 )
 
 

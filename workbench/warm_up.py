@@ -21,9 +21,9 @@ import numpy as np
 
 from workbench import inertia
 from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.problem import Options
-from workbench.calibration.simulate import simulate_log
-from workbench.calibration.validation import Folds
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import simulate_log
 from workbench.chain import PRISMATIC, REVOLUTE, Chain
 from workbench.closed_chains import load
 from workbench.closed_chains.derivatives import closed_chain_derivatives

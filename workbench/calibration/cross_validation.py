@@ -3,11 +3,11 @@
 Every run validates on samples no fit saw: the last fraction of the log,
 cross-validation folds (every sample held out once, predicted by a fit on
 the others; contiguous or random; leave-one-out for static poses), or a
-second log (:mod:`workbench.calibration.validation`). The same folds choose
-what to fit among the kind's candidates
-(:mod:`workbench.calibration.selection`: for measured poses ``frames``,
-``offsets``, ``twists`` or ``compliance`` with a ridge toward the nominal),
-the kept candidate is fitted on the whole log, and its held-out
+second log (:mod:`workbench.calibration.selection.validation`). The same
+folds choose what to fit among the kind's candidates
+(:mod:`workbench.calibration.selection.selection`: for measured poses
+``frames``, ``offsets``, ``twists`` or ``compliance`` with a ridge toward
+the nominal), the kept candidate is fitted on the whole log, and its held-out
 figures are its score on those folds (the selection's fold score, stated in
 ``summary.json``). The nominal model is scored on the same held-out samples
 and defined in ``summary.json`` (``heldout.nominal_model``): for measured
@@ -31,11 +31,11 @@ samples of those folds; ``heldout.frames_refitted`` says which frames were
 refitted where. A calibration equal to the nominal then ties with it.
 
 The loop (:func:`calibrate`) runs over the contract of
-:class:`workbench.calibration.problem.CalibrationProblem`: the problem of a
+:class:`workbench.calibration.problems.problem.CalibrationProblem`: the problem of a
 log in memory and that of a large log's accumulated factors
-(:mod:`workbench.calibration.accumulated_dynamic`) go through the same
+(:mod:`workbench.calibration.problems.accumulated_dynamic`) go through the same
 folds, fits and figures. Writing the results:
-:func:`workbench.calibration.report.write_report`.
+:func:`workbench.calibration.reporting.report.write_report`.
 """
 
 from __future__ import annotations
@@ -50,20 +50,18 @@ from typing import Any
 
 from tqdm import tqdm
 
-from workbench.calibration.chunked_logs import ChunkedLog
-from workbench.calibration.exact_urdf import calibrated_urdf
-from workbench.calibration.kinds import kind
-from workbench.calibration.log import Log
-from workbench.calibration.problem import (
+from workbench.calibration.problems.kinds import kind
+from workbench.calibration.problems.problem import (
     CalibrationProblem,
     Options,
     Residuals,
     relative_rms_of,
     shown,
 )
-from workbench.calibration.selection import select
-from workbench.calibration.selection import table as selection_table
-from workbench.calibration.validation import (
+from workbench.calibration.reporting.exact_urdf import calibrated_urdf
+from workbench.calibration.selection.selection import select
+from workbench.calibration.selection.selection import table as selection_table
+from workbench.calibration.selection.validation import (
     EndSplit,
     Folds,
     default_validation,
@@ -72,6 +70,8 @@ from workbench.calibration.validation import (
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
+from workbench.recordings.chunked_logs import ChunkedLog
+from workbench.recordings.log import Log
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ prints, and a program gets the same run from Python::
 The run decides which combinations of log and options are legal (a large
 log only for a kind with an accumulated problem, options that apply to
 another kind refused naming the option: both as the registry
-:mod:`workbench.calibration.kinds` says), loads the model as the log needs
+:mod:`workbench.calibration.problems.kinds` says), loads the model as the log needs
 it (a whole robot cut to the joints the log names, a closed chain from its
 motors' log), reads the log and the validation log, identifies drive gains
 from a ``payload_log``, calibrates (:func:`workbench.calibration.calibrate`,
 in memory or from a large log's triangular factors alike), and diagnoses an
-implausible torque fit (:mod:`workbench.calibration.fit_plausibility`).
+implausible torque fit (:mod:`workbench.calibration.checks.fit_plausibility`).
 Warnings are collected, not printed: :attr:`Outcome.messages`.
 """
 
@@ -30,17 +30,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workbench import closed_chains, models
-from workbench.calibration.chunked_logs import is_chunked_log, open_chunked_log
+from workbench.calibration.checks.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
-from workbench.calibration.drive_gains import DriveGainFit, identify_drive_gains
-from workbench.calibration.drives import DEFAULT_TERMS, Drives, nominal_drive_values
-from workbench.calibration.fit_plausibility import Diagnosis, diagnose
-from workbench.calibration.kinds import KINDS, kind
-from workbench.calibration.log import Defaults, Log
-from workbench.calibration.log_files import logged_joints, read_log
-from workbench.calibration.problem import Options
-from workbench.calibration.validation import EndSplit, Folds
+from workbench.calibration.fitting.drive_gains import DriveGainFit, identify_drive_gains
+from workbench.calibration.problems.kinds import KINDS, kind
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.validation import EndSplit, Folds
 from workbench.errors import WorkbenchError, WorkbenchWarning
+from workbench.identification.drives import DEFAULT_TERMS, Drives, nominal_drive_values
+from workbench.recordings.chunked_logs import is_chunked_log, open_chunked_log
+from workbench.recordings.log import Defaults, Log
+from workbench.recordings.log_files import logged_joints, read_log
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,8 @@ def _validation(
 
 
 def _drive_gains(request: Request, chain, log_chain, log: Log, reading: dict) -> DriveGainFit:
-    """Drive gains from the log and the payload log (:mod:`workbench.calibration.drive_gains`)."""
+    """Drive gains from the log and the payload log
+    (:mod:`workbench.calibration.fitting.drive_gains`)."""
     loaded = read_log(request.payload_log, log_chain, **reading)
     if loaded.payload is None:
         raise WorkbenchError(

@@ -54,7 +54,8 @@ def _folds(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from workbench.calibration.kind_names import DESCRIPTIONS, KIND_NAMES, LOSSES, TERMS
+    from workbench.calibration.problems.kind_names import DESCRIPTIONS, KIND_NAMES, LOSSES
+    from workbench.identification.term_names import TERMS
 
     parser.add_argument("--model", required=True, metavar="MODEL", help="model name or URDF path")
     parser.add_argument(
@@ -130,8 +131,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.calibration.fit_plausibility import implausible_message
-    from workbench.calibration.report import write_report
+    from workbench.calibration.checks.fit_plausibility import implausible_message
+    from workbench.calibration.reporting.report import write_report
     from workbench.calibration.run import Request, check_request, run_calibration
     from workbench.errors import ImplausibleFit
     from workbench.io import check_not_input, check_output_directory, results_directory

@@ -50,14 +50,14 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from workbench import closed_chains, models
-    from workbench.calibration.drives import (
+    from workbench.closed_chains import mjcf as closed_mjcf
+    from workbench.identification.drives import (
         numbered_joints,
         read_drive_file,
         sidecar_path,
         simulator_terms,
     )
-    from workbench.calibration.kind_names import FURTHER_TERMS
-    from workbench.closed_chains import mjcf as closed_mjcf
+    from workbench.identification.term_names import FURTHER_TERMS
     from workbench.io import check_output_file
     from workbench.mjcf import MESH_FORMATS, Mesh, write_mjcf
     from workbench.pinocchio_conversion import from_pinocchio, load_urdf_model

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench import closed_chains, models
-    from workbench.calibration import bags
+    from workbench.recordings import bags
 
     if args.model is None:
         return _names()
@@ -118,8 +118,8 @@ def _names() -> int:
 def _bag(path: str, topics: list) -> int:
     """One line per topic of a bag (``bags.topics``): name, type, count, rate; the joints of
     its JointState topics and those that move."""
-    from workbench.calibration import bags
-    from workbench.calibration.recording import still_joints
+    from workbench.recordings import bags
+    from workbench.recordings.recording import still_joints
 
     count = sum(topic.count for topic in topics)
     recorded = [topic for topic in topics if topic.count]

@@ -122,10 +122,7 @@ def _identify(args: argparse.Namespace) -> int:
     import numpy as np
 
     from workbench import models
-    from workbench.calibration.consistency import DELTA
-    from workbench.calibration.drives import read_drive_file, sidecar_path
-    from workbench.calibration.log_files import logged_joints, read_log
-    from workbench.calibration.payload import (
+    from workbench.calibration.fitting.payload import (
         expressed_in,
         fit_payload,
         frame_on_link,
@@ -135,7 +132,10 @@ def _identify(args: argparse.Namespace) -> int:
         urdf_snippet,
     )
     from workbench.errors import WorkbenchError, WorkbenchWarning
+    from workbench.identification.consistency import DELTA
+    from workbench.identification.drives import read_drive_file, sidecar_path
     from workbench.io import atomic_write_text, results_directory
+    from workbench.recordings.log_files import logged_joints, read_log
     from workbench.runtime import set_compile_message
     from workbench.viz.payload_plots import plot_payload_torques
     from workbench.viz.report_page import write_report_page
@@ -272,11 +272,11 @@ def _excite(args: argparse.Namespace) -> int:
             f"{problem.design.max_iterations} iterations per start)...",
             file=sys.stderr, flush=True,
         )  # fmt: skip
-    from workbench.calibration.log import Log
-    from workbench.calibration.log_files import write_log  # after the line: 1 s of imports
-    from workbench.calibration.payload import COM_NAMES
+    from workbench.calibration.fitting.payload import COM_NAMES
     from workbench.excitation.payload import design_payload_excitation, hold_posture
     from workbench.io import atomic_write_text, results_directory
+    from workbench.recordings.log import Log
+    from workbench.recordings.log_files import write_log  # after the line: 1 s of imports
     from workbench.viz import excitation_plots as plots
     from workbench.viz.report_page import write_report_page
 

@@ -18,7 +18,7 @@ SUFFIXES = (".csv", ".npz")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from workbench.calibration.kind_names import KIND_NAMES
+    from workbench.calibration.problems.kind_names import KIND_NAMES
 
     parser.add_argument("model", metavar="MODEL", help="model name or URDF path")
     parser.add_argument("--out", required=True, metavar="FILE", help="log file (.csv or .npz)")
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         parser.add_argument(
             f"--{option}", type=float, default=0.0, metavar="SCALE",
-            help=f"dynamic: scale of the truth's {what} ({unit}; workbench.calibration.drives)",
+            help=f"dynamic: scale of the truth's {what} ({unit}; workbench.identification.drives)",
         )  # fmt: skip
     parser.add_argument(
         "--delay", type=float, default=0.0, metavar="SECONDS",
@@ -73,9 +73,9 @@ def truth_stem(out: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from workbench import models
-    from workbench.calibration.log_files import write_log
-    from workbench.calibration.simulate import drive_truth, simulate_log
+    from workbench.calibration.simulation.simulate import drive_truth, simulate_log
     from workbench.io import atomic_write_text
+    from workbench.recordings.log_files import write_log
     from workbench.urdf import write_urdf
 
     out = _check_out(args)
@@ -131,11 +131,11 @@ def _drive_entries(drives) -> dict:
 def _closed(args: argparse.Namespace, out) -> int:
     """A motor-torque log of a perturbed closed chain (a kind that calibrates closed chains)."""
     from workbench import closed_chains
-    from workbench.calibration.closed_chain import simulate_closed_log
-    from workbench.calibration.kinds import KINDS
-    from workbench.calibration.log_files import write_log
+    from workbench.calibration.fitting.closed_chain import simulate_closed_log
+    from workbench.calibration.problems.kinds import KINDS
     from workbench.errors import WorkbenchError
     from workbench.io import atomic_write_text
+    from workbench.recordings.log_files import write_log
     from workbench.urdf import write_urdf
 
     closed = [k.name for k in KINDS.values() if k.closed_chains]

@@ -7,7 +7,8 @@ Zero-reference normal form ([Kwon] §2, footnote 1): a frame fixed to link k at
 
 The derivatives of such poses with respect to eta, as the kinematic
 calibration needs them, are compiled with its residuals
-(:mod:`workbench.calibration.kinematic`, :mod:`workbench.calibration.kinematic_kernels`).
+(:mod:`workbench.calibration.fitting.kinematic`,
+:mod:`workbench.calibration.fitting.kinematic_kernels`).
 """
 
 from __future__ import annotations

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
-from workbench.calibration.drives import Drives
 from workbench.chain import Chain
 from workbench.dynamics.derivatives import rnea_derivatives
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
@@ -53,6 +52,7 @@ from workbench.excitation.information import (
     log_det,
 )
 from workbench.excitation.trajectory import FourierSpace, FourierTrajectory, margin_factor
+from workbench.identification.drives import Drives
 from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
 from workbench.ocp.nlp import interrupt_warnings_dropped
@@ -365,7 +365,7 @@ def _sparse(A: Array) -> ca.DM:
     return out
 
 
-class _Problem:
+class DesignProblem:
     """Criterion and torques of theta and their exact derivatives, each cached per theta."""
 
     def __init__(self, information, space, torques, criterion_name, points):
@@ -476,7 +476,7 @@ def _solve(information, space, limits, torques, options, points, theta0):
     """One IPOPT solve from theta0: (theta, status, iterations, criterion history)."""
     n, m = space.n, space.per_joint
     kappa = margin_factor(space.harmonics, points)
-    problem = _Problem(information, space, torques, options.criterion, points)
+    problem = DesignProblem(information, space, torques, options.criterion, points)
     size = n * m
     K = points
     objective = _Callback("criterion", size, 1, problem.objective, problem.objective_gradient)

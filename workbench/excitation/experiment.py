@@ -16,7 +16,7 @@
 
 :func:`simulate_torques` and :func:`identification_errors` close the loop
 for checks and benchmarks: a noisy torque log of a perturbed robot along a
-trajectory, identified with :func:`~workbench.calibration.dynamic.calibrate_dynamic`.
+trajectory, identified with :func:`~workbench.calibration.fitting.dynamic.calibrate_dynamic`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.calibration.drives import Drives, read_drive_file, sidecar_path
-from workbench.calibration.dynamic import calibrate_dynamic
-from workbench.calibration.log import Log
-from workbench.calibration.simulate import perturbed_truth
-from workbench.calibration.torque_model import TorqueModel, base_parameters
+from workbench.calibration.fitting.dynamic import calibrate_dynamic
+from workbench.calibration.simulation.simulate import perturbed_truth
 from workbench.chain import Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.errors import WorkbenchError
@@ -61,7 +58,10 @@ from workbench.excitation.postures import (
 )
 from workbench.excitation.problem import KINDS, ExcitationProblem
 from workbench.excitation.trajectory import FourierSpace
+from workbench.identification.drives import Drives, read_drive_file, sidecar_path
+from workbench.identification.torque_model import TorqueModel, base_parameters
 from workbench.lie import Array
+from workbench.recordings.log import Log
 
 POSTURE_SPACING = 10.0  # s between postures in postures.csv (move, settle, measure)
 
@@ -344,11 +344,11 @@ def identification_errors(
 ) -> dict[str, dict[str, Array]]:
     """Monte Carlo of identification along each trajectory: errors and predicted stds.
 
-    A perturbed ground truth (:func:`~workbench.calibration.simulate.perturbed_truth`,
+    A perturbed ground truth (:func:`~workbench.calibration.simulation.simulate.perturbed_truth`,
     inertias moved and scaled by ``perturb``, viscous and Coulomb friction of
     scale ``friction``) is logged ``repeats`` times along every trajectory
     with torque noise ``noise`` (n,) and identified with
-    :func:`~workbench.calibration.dynamic.calibrate_dynamic` (friction
+    :func:`~workbench.calibration.fitting.dynamic.calibrate_dynamic` (friction
     terms, WLS). Returns per trajectory: ``errors`` (repeats, p) of the base
     parameters, ``predicted`` std (p,) from F of the samples, ``truth`` (p,).
     """

@@ -5,7 +5,7 @@ Rows. At a sample k (state s_k = (q_k, dq_k, ddq_k)) the experiment measures
 the weighted rows are ``X_k = Sigma^{-1/2} W_k`` (n, p):
 
 * dynamic kind (:class:`DynamicInformation`): ``W_k`` holds the base
-  columns of the joint-torque model (:mod:`workbench.calibration.torque_model`),
+  columns of the joint-torque model (:mod:`workbench.identification.torque_model`),
   i.e. the standard-parameter columns ``base.independent`` of ``W = [Y C]``,
   inertial columns ``Y`` and drive columns ``C``; p = the base parameters;
 * twist kind (:class:`TwistInformation`): ``W_k = [d tau/d eta U, C
@@ -53,13 +53,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from workbench import inertia
-from workbench.calibration.drives import Drives
-from workbench.calibration.torque_model import _TO_STANDARD, BaseParameters, TorqueModel
 from workbench.chain import Chain
 from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
 from workbench.errors import WorkbenchError
 from workbench.eta import identifiable_eta_basis
 from workbench.excitation import twist_sx
+from workbench.identification.drives import Drives
+from workbench.identification.torque_model import TO_STANDARD, BaseParameters, TorqueModel
 from workbench.lie import Array
 
 CRITERIA = ("logdet", "condition")
@@ -133,7 +133,7 @@ class TorqueColumns:
         units = []
         for c in np.flatnonzero(inertial):
             phi = np.zeros((n, 10))
-            phi[link[c]] = L[link[c]] @ np.eye(10)[_TO_STANDARD[param[c]]]
+            phi[link[c]] = L[link[c]] @ np.eye(10)[TO_STANDARD[param[c]]]
             units.append((c, replace(chain, inertias=inertia.matrix_from_phi(phi))))
         drive = np.flatnonzero(~inertial)
         object.__setattr__(self, "_units", units)
@@ -271,7 +271,7 @@ class TwistInformation(Information):
 
 def random_states(chain: Chain, samples: int, seed: int = 0) -> tuple[Array, Array, Array]:
     """States for structural identifiability: q uniform in the limits (within +-pi), dq, ddq
-    standard normal (as :func:`~workbench.calibration.torque_model.base_parameters`)."""
+    standard normal (as :func:`~workbench.identification.torque_model.base_parameters`)."""
     rng = np.random.default_rng(seed)
     lower, upper = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
     q = rng.uniform(lower, upper, size=(samples, chain.n))

@@ -4,7 +4,7 @@ The experiment measures every joint's torque while only the ``moving``
 joints follow a periodic Fourier trajectory (:mod:`workbench.excitation.trajectory`,
 at rest and at the hold posture at its start and end) and the other joints
 hold the ``posture``. The information of the payload's ten parameters phi
-(link frame, :mod:`workbench.calibration.payload`) is
+(link frame, :mod:`workbench.calibration.fitting.payload`) is
 
     F = sum_k X_k^T X_k,   X_k = Sigma^{-1/2} Y_link(q_k, dq_k, 0 on held joints),
 
@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workbench.calibration.drives import Drives
-from workbench.calibration.payload import (
+from workbench.calibration.fitting.payload import (
     PHI_NAMES,
     RANK_RTOL,
     ZERO_COLUMN,
@@ -52,7 +51,6 @@ from workbench.calibration.payload import (
     frame_on_link,
     payload_regressor,
 )
-from workbench.calibration.torque_model import _FROM_STANDARD, TorqueModel
 from workbench.chain import Chain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
 from workbench.dynamics.kinematics import forward_kinematics, link_motion
@@ -67,6 +65,8 @@ from workbench.excitation.design import (
 )
 from workbench.excitation.information import Information, TorqueColumns, log_det, random_states
 from workbench.excitation.trajectory import FourierSpace
+from workbench.identification.drives import Drives
+from workbench.identification.torque_model import FROM_STANDARD, TorqueModel
 from workbench.lie import Array
 from workbench.pinocchio_conversion import from_pinocchio, reduced_model, to_pinocchio
 
@@ -113,7 +113,7 @@ class PayloadInformation(Information):
 
     def __post_init__(self) -> None:
         model = TorqueModel(self.held.robot, Drives(self.held.robot.n, ()))
-        select = 10 * self.link + _FROM_STANDARD  # standard columns in phi order
+        select = 10 * self.link + FROM_STANDARD  # standard columns in phi order
         object.__setattr__(self, "_columns", TorqueColumns(model, select))
 
     @property
@@ -301,7 +301,8 @@ def _rows(
 def information_rank(robot: Chain, link: int, moving: np.ndarray, postures: Array) -> np.ndarray:
     """Structural rank (C,) of the payload's parameters for motions of the ``moving`` joints
     with the others held at each of ``postures`` (C, n) at random states, as
-    :func:`workbench.calibration.payload.fit_payload` counts it (``ZERO_COLUMN``, ``RANK_RTOL``)."""
+    :func:`workbench.calibration.fitting.payload.fit_payload` counts it (``ZERO_COLUMN``,
+    ``RANK_RTOL``)."""
     return _rank(_rows(robot, link, moving, postures))
 
 

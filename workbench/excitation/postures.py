@@ -3,10 +3,10 @@
 Information. A posture q_c measured by a tool (or marker) position, or a
 full pose, gives rows ``A_c = Sigma^{-1/2} J_c S`` (k = 3 or 6 rows, p
 columns): ``J_c`` is the Jacobian of the measurement with respect to the
-calibration parameters of :class:`~workbench.calibration.kinematic.KinematicProblem`
+calibration parameters of :class:`~workbench.calibration.fitting.kinematic.KinematicProblem`
 (joint eta, the device frame when unknown, the marker frame), ``S`` (., p) an
 orthonormal basis of the directions the *candidate set* determines
-(:func:`~workbench.calibration.solver.identifiable_subspace` of all
+(:func:`~workbench.calibration.fitting.solver.identifiable_subspace` of all
 candidates stacked, device frame preferred, as calibration does), and
 ``Sigma`` the measurement noise (``sigma_position`` m, ``sigma_rotation``
 rad). Posture c contributes ``I_c = A_c^T A_c``; a set S of postures has
@@ -48,14 +48,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.calibration.kinematic import KinematicProblem
-from workbench.calibration.log import Marker
-from workbench.calibration.solver import identifiable_subspace
+from workbench.calibration.fitting.kinematic import KinematicProblem
+from workbench.calibration.fitting.solver import identifiable_subspace
 from workbench.chain import Chain
 from workbench.config import check_memory
 from workbench.errors import WorkbenchError
 from workbench.io import check_input_file
 from workbench.lie import Array
+from workbench.recordings.log import Marker
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ Sections and keys (SI units, angles in rad):
     ``[model.locked]`` (joint = rad or m), else at zero, as in a log
     description (:func:`model_joints`; default: every joint of the model);
     ``terms``: drive terms of the torque model (["friction"]; see
-    ``workbench.calibration.drives``); ``friction_speed`` (rad/s, 0.05):
+    ``workbench.identification.drives``); ``friction_speed`` (rad/s, 0.05):
     Coulomb friction is ``tanh(3 dq / friction_speed)`` during the design
     (``sign`` has no derivative); ``noise``: torque noise standard deviation
     (N m, one number or one per joint; default 1 % of each joint's effort
@@ -52,13 +52,13 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.calibration.kind_names import TERMS
 from workbench.chain import Chain
 from workbench.config import Section, check_memory, read_toml
 from workbench.errors import WorkbenchError
 from workbench.excitation.design import DesignOptions, Limits
 from workbench.excitation.postures import check_candidates
 from workbench.excitation.trajectory import margin_factor
+from workbench.identification.term_names import TERMS
 from workbench.lie import Array
 
 KINDS = ("dynamic", "twist", "kinematic")

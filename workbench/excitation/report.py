@@ -2,7 +2,7 @@
 
 * dynamic / twist: ``trajectory.csv`` and ``trajectory.npz`` in the log
   column convention (``t, q_<joint>, dq_<joint>, ddq_<joint>``; readable by
-  :func:`workbench.calibration.log_files.read_log`, sampled at the problem's
+  :func:`workbench.recordings.log_files.read_log`, sampled at the problem's
   ``sample_rate`` for a controller), ``coefficients.csv`` (the Fourier
   coefficients per joint: ``joint, c0, a1..aL, b1..bL`` with period and
   harmonics in the header comment), ``limits.png`` (every quantity as a
@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from workbench.calibration.log import Log
-from workbench.calibration.log_files import write_log
 from workbench.excitation.experiment import ExcitationResult, Prediction
 from workbench.io import atomic_write_text
 from workbench.lie import Array
 from workbench.ocp.nlp import SOLVED
+from workbench.recordings.log import Log
+from workbench.recordings.log_files import write_log
 from workbench.viz import excitation_plots as plots
 from workbench.viz import viewer
 from workbench.viz.playback import robot_by_name

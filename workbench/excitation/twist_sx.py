@@ -55,7 +55,7 @@ def _Ad(R, p):
     return ca.vertcat(ca.horzcat(R, ca.SX.zeros(3, 3)), ca.horzcat(_hat3(p) @ R, R))
 
 
-def _exp_joint(A, theta, prismatic: bool):
+def exp_joint(A, theta, prismatic: bool):
     """(R, p) of exp([A] theta): Rodrigues for a revolute twist (unit omega), a slide otherwise."""
     w, v = A[:3], A[3:]
     if prismatic:
@@ -88,7 +88,7 @@ def torque_expression(chain: Chain, eta, q, dq, ddq, inertias=None):
         Rp, Pp = (ca.SX.eye(3), ca.SX.zeros(3)) if p < 0 else (R[p], P[p])
         Vp, ap = (ca.SX.zeros(6), base_a) if p < 0 else (V[p], a[p])
         S[i] = _Ad(Rp, Pp) @ A
-        Re, pe = _exp_joint(A, q[i], prismatic[i])
+        Re, pe = exp_joint(A, q[i], prismatic[i])
         R[i], P[i] = Rp @ Re, Rp @ pe + Pp
         V[i] = Vp + S[i] * dq[i]
         a[i] = ap + S[i] * ddq[i] + _ad(V[i]) @ S[i] * dq[i]

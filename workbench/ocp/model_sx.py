@@ -31,7 +31,7 @@ import casadi as ca
 import numpy as np
 
 from workbench.closed_chains.model import ClosedChain
-from workbench.excitation.twist_sx import _exp_joint, torque_expression
+from workbench.excitation.twist_sx import exp_joint, torque_expression
 from workbench.inertia import matrix_from_phi
 from workbench.lie import Array
 from workbench.ocp.sx_compiler import Compilation, compile_soon
@@ -41,7 +41,7 @@ def link_poses(chain, q) -> list[tuple]:
     """World poses (R, p) of the tree's links at joint values q (SX, n)."""
     poses: list[tuple] = []
     for i in range(chain.n):
-        R, p = _exp_joint(ca.DM(chain.twists[i]), q[i], chain.joint_kinds[i] == "prismatic")
+        R, p = exp_joint(ca.DM(chain.twists[i]), q[i], chain.joint_kinds[i] == "prismatic")
         parent = chain.parents[i]
         if parent >= 0:
             R_parent, p_parent = poses[parent]

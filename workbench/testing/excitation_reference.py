@@ -21,9 +21,9 @@ import numpy as np
 
 import workbench as wb
 from workbench import inertia
-from workbench.calibration.torque_model import TorqueModel
-from workbench.excitation.design import _Problem
+from workbench.excitation.design import DesignProblem
 from workbench.excitation.trajectory import FourierSpace
+from workbench.identification.torque_model import TorqueModel
 from workbench.testing.casadi_reference import Ad, ad, exp_joint, exp_series, inverse
 
 _TO_STANDARD = np.array([4, 7, 8, 5, 9, 6, 1, 2, 3, 0])
@@ -141,7 +141,7 @@ def criterion_functions(information, space: FourierSpace, points: int, twist: bo
 
 
 def analytic_gradient(information, space, points, theta, criterion="logdet"):
-    problem = _Problem(information, space, None, criterion, points)
+    problem = DesignProblem(information, space, None, criterion, points)
     return problem.objective(theta), problem.objective_gradient(theta)
 
 
@@ -149,7 +149,7 @@ def central_gradient(
     information, space, points, theta, criterion="logdet", step=1e-6, components=None
 ):
     """Central differences of the criterion along ``components`` of theta (default all)."""
-    problem = _Problem(information, space, None, criterion, points)
+    problem = DesignProblem(information, space, None, criterion, points)
     g = np.full_like(theta, np.nan)
     for i in range(theta.size) if components is None else components:
         e = np.zeros_like(theta)

@@ -1,0 +1,399 @@
+"""The kinematic calibration problem: joint twists, marker and device frames from measured poses.
+
+Its blocks are rows of the log's poses (:class:`~workbench.calibration.problems.problem.
+SampleBlocks`); its candidates are nested (:class:`Candidate`: ``frames``,
+``offsets``, ``twists``, ``compliance`` (twists and a compliance per joint
+under gravity, :mod:`workbench.calibration.fitting.compliance`), each with a
+ridge toward the nominal), chosen by the held-out folds
+(:mod:`workbench.calibration.selection.selection`: ``compliance``, tried on
+the ridge of the best twists only, must also beat the ``twists`` of that
+ridge); the fit is
+:func:`workbench.calibration.fitting.kinematic.calibrate_kinematic`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from workbench import lie
+from workbench.calibration.fitting.compliance import stiffness
+from workbench.calibration.fitting.kinematic import (
+    PARAMETERS,
+    KinematicProblem,
+    calibrate_kinematic,
+)
+from workbench.calibration.problems.parameter_figures import eta_entries, relative_std
+from workbench.calibration.problems.problem import Options, Residuals, SampleBlocks
+from workbench.chain import Chain
+from workbench.errors import WorkbenchError
+from workbench.eta import twist_covariance
+from workbench.identification.drives import Drives, drive_file_text, stiffness_names
+from workbench.lie import Array
+from workbench.recordings.log import Log
+
+RIDGES = (0.0, 1e-4, 1e-2, 1.0)  # the ridge weights auto tries (KinematicProblem.ridge)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a kinematic calibration fits (``frames``, ``offsets``, ``twists``) and its ridge
+    toward the nominal (:class:`~workbench.calibration.fitting.kinematic.KinematicProblem`)."""
+
+    parameters: str
+    ridge: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.parameters if not self.ridge else f"{self.parameters}, ridge {self.ridge:g}"
+
+
+def kinematic_candidates(parameters: str) -> tuple[Candidate, ...]:
+    """The candidates of ``--parameters``: ``frames`` first (the nominal), then one forced
+    structure, or (``auto``) offsets, twists and compliance with every ridge of
+    :data:`RIDGES`."""
+    if parameters == "auto":
+        chosen = [Candidate(p, r) for p in PARAMETERS[1:] for r in RIDGES]
+    elif parameters in PARAMETERS:
+        chosen = [Candidate(parameters)] if parameters != "frames" else []
+    else:
+        raise WorkbenchError(
+            f"unknown --parameters '{parameters}'; choose auto or one of {', '.join(PARAMETERS)}"
+        )
+    return (Candidate("frames"), *chosen)
+
+
+class KinematicCalibrationProblem(SampleBlocks):
+    """Joint twists, marker frames and the device frame from measured poses (:mod:`.kinematic`).
+
+    Position errors are 3-D distances (m), orientation errors rotation
+    angles (rad), in training and held-out figures alike. Rotations and
+    positions are weighed together by one rotation weight (m/rad) for every
+    fit and figure: ``--rotation-weight``, else the ratio of the position and
+    rotation residual RMS of the nominal model (the ``frames`` candidate) on
+    all samples.
+    """
+
+    unit = "m"
+    nominal_candidate = Candidate("frames")
+    nominal_model = (
+        "the model as loaded (joint twists and zeros untouched) with the measuring device's "
+        "frame (when unknown) and the marker frames fitted on the same training samples: the "
+        "'frames' candidate"
+    )
+    rms_convention = "3-D distance, m"
+
+    def __init__(self, chain: Chain, log: Log, options: Options) -> None:
+        self.options = options
+        self.nominal = chain
+        self.problem = KinematicProblem.from_log(log)
+        self.candidates = kinematic_candidates(options.parameters)
+        self.times = log.t
+        self.rotation_weight = options.rotation_weight or 1.0
+        self._nominal_fit = None
+        if options.rotation_weight is None and self.problem.has_rotation:
+            self._nominal_fit = self._calibrate(
+                replace(self.problem, parameters="frames"), rotation_weight=None
+            )
+            self.rotation_weight = self._nominal_fit.rotation_weight
+        labels = []
+        for m in self.problem.markers:
+            if m.position is not None:
+                labels += [f"{m.name}:p{a}" for a in "xyz"]
+            if m.rotation is not None:
+                labels += [f"{m.name}:r{a}" for a in "xyz"]
+        self.labels = tuple(labels)
+
+    def extends(self, candidate: Candidate) -> Candidate | None:
+        """The candidate ``candidate`` adds parameters to, which it must also beat by more than
+        chance to be kept (:func:`~workbench.calibration.selection.select`): compliance on
+        the twists of the same ridge."""
+        if candidate.parameters != "compliance":
+            return None
+        return Candidate("twists", candidate.ridge)
+
+    def screen(self, score, beats) -> None:
+        """Compliance only on the ridge of the best twists (lowest held-out relative RMS, by
+        ``score``), so that one compliance candidate is cross-validated, not one per ridge."""
+        twists = [c for c in self.candidates if c.parameters == "twists"]
+        compliant = [c for c in self.candidates if c.parameters == "compliance"]
+        if len(compliant) > 1 and twists:
+            best = min(twists, key=lambda c: score(c).relative_rms)
+            rigid = tuple(c for c in self.candidates if c.parameters != "compliance")
+            self.candidates = (*rigid, Candidate("compliance", best.ridge))
+
+    def _calibrate(
+        self, problem: KinematicProblem, rotation_weight: float | None, chain: Chain | None = None
+    ):
+        """Fit ``problem`` from ``chain`` (default: the nominal)."""
+        o = self.options
+        return calibrate_kinematic(
+            chain or self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
+            rotation_weight=rotation_weight, progress=o.progress,
+        )  # fmt: skip
+
+    def fit(self, rows: np.ndarray | None, candidate: Candidate | None = None):
+        """Calibrate ``candidate`` (default: the last, most flexible) on ``rows`` (None: all)."""
+        candidate = candidate or self.candidates[-1]
+        if rows is None and candidate == self.nominal_candidate and self._nominal_fit:
+            return self._nominal_fit
+        problem = self.problem if rows is None else self.problem.subset(rows)
+        return self._calibrate(
+            replace(problem, parameters=candidate.parameters, ridge=candidate.ridge),
+            self.rotation_weight,
+        )
+
+    def baseline(self, rows: np.ndarray | None):
+        """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
+        return self.fit(rows, self.nominal_candidate)
+
+    def refit_frames(self, fit, rows: np.ndarray):
+        """``fit``'s joints (twists and compliances, from another log) held, the device frame
+        (when unknown in this log) and the marker frames fitted on ``rows`` of this log: how a
+        calibration is scored on a session whose measuring frames moved."""
+        problem = replace(
+            self.problem.subset(rows), parameters="frames", compliance_start=fit.model.compliance
+        )
+        return self._calibrate(problem, self.rotation_weight, fit.chain)
+
+    def refitted_frames(self, where: str) -> dict[str, Any]:
+        """Which measuring frames the scores of this log refit, and ``where``."""
+        device = "known: the robot's base frame" if self.problem.device_known else where
+        return {
+            "device_frame": device,
+            "marker_frames": {m.name: where for m in self.problem.markers},
+        }
+
+    def errors(self, fit, rows: np.ndarray) -> Array:
+        problem = self.problem.subset(rows)
+        model = problem.start(self.nominal) if fit is None else fit.model
+        out = []
+        for marker, (p, R) in zip(problem.markers, problem.predict(model), strict=True):
+            if marker.position is not None:
+                out.append(p - marker.position)
+            if marker.rotation is not None:
+                out.append(lie.log_so3(R @ np.swapaxes(marker.rotation, 1, 2)))
+        return np.concatenate(out, axis=1)
+
+    def measured(self, rows: np.ndarray) -> None:
+        return None
+
+    def _split(self, errors: Array) -> tuple[dict[str, Array], dict[str, Array]]:
+        """Per marker: position error distances (N,) in m and rotation angles (N,) in rad."""
+        distances, angles = {}, {}
+        column = 0
+        for m in self.problem.markers:
+            if m.position is not None:
+                distances[m.name] = np.linalg.norm(errors[:, column : column + 3], axis=1)
+                column += 3
+            if m.rotation is not None:
+                angles[m.name] = np.linalg.norm(errors[:, column : column + 3], axis=1)
+                column += 3
+        return distances, angles
+
+    def channels(self, errors: Array) -> tuple[Array, tuple[str, ...], str]:
+        """Per marker its position error (3-D distance, m) and orientation error (angle, rad)."""
+        distances, angles = self._split(errors)
+        labels = [f"{k} position [m]" for k in distances] + [f"{k} angle [rad]" for k in angles]
+        values = np.stack([*distances.values(), *angles.values()], axis=1)
+        return values, tuple(labels), ""
+
+    def rms(self, residuals: Sequence[Residuals]) -> float:
+        """RMS of the 3-D position error distances over markers and samples (m)."""
+        distances, _ = self._split(np.concatenate([r.errors for r in residuals]))
+        return _rms(np.stack(list(distances.values()), axis=1))
+
+    def loss(self, errors: Array) -> Array:
+        """Per sample, squared distances plus weighted squared angles over the markers (the
+        pooled score's)."""
+        distances, angles = self._split(errors)
+        out = np.nansum(np.stack(list(distances.values()), axis=1) ** 2, axis=1)
+        if angles:
+            angle2 = np.nansum(np.stack(list(angles.values()), axis=1) ** 2, axis=1)
+            out = out + self.rotation_weight**2 * angle2
+        return out
+
+    def figures(self, residuals: Sequence[Residuals]) -> dict[str, Any]:
+        """Relative RMS of the position (and weighted angle) errors to the spread of the
+        measured positions about their mean (and of the rotations about theirs); per marker
+        the position RMS (m) and orientation RMS (rad)."""
+        errors = np.concatenate([r.errors for r in residuals])
+        rows = np.concatenate([r.block for r in residuals])
+        distances, angles = self._split(errors)
+        measured = np.stack(
+            [m.position[rows] for m in self.problem.markers if m.position is not None], axis=1
+        )
+        centred = measured - np.nanmean(measured, axis=0)
+        error2 = np.nanmean(np.stack(list(distances.values()), axis=1) ** 2)
+        spread2 = np.nanmean(np.sum(centred**2, axis=2))
+        figures = {"position_rms_m": float(np.sqrt(error2))}
+        per_marker = {k: {"position_rms_m": (_rms(v))} for k, v in distances.items()}
+        if angles:
+            angle = np.stack(list(angles.values()), axis=1)
+            figures["orientation_rms_rad"] = _rms(angle)
+            for k, v in angles.items():
+                per_marker.setdefault(k, {})["orientation_rms_rad"] = _rms(v)
+            spread = [
+                _rotation_spread(m.rotation[rows])
+                for m in self.problem.markers
+                if m.rotation is not None
+            ]
+            w = self.rotation_weight
+            error2 += w**2 * np.nanmean(angle**2)
+            spread2 += w**2 * np.mean(np.square(np.concatenate(spread)))
+            figures["rotation_weight_m_per_rad"] = w
+        return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures, "markers": per_marker}
+
+    def parameters(self, fit) -> list[tuple[str, float, float]]:
+        """eta per joint, device and marker frames (log of their poses), with relative stds:
+        0 (fixed) for those the fit did not move (outside its directions, e.g. every joint's
+        for the ``frames`` candidate)."""
+        chain, n = self.nominal, self.nominal.n
+        rows = []
+        std = np.sqrt(np.clip(np.diag(fit.covariance), 0.0, None))
+        for k, name in enumerate(chain.joint_names):
+            for c, axis in enumerate(("wx", "wy", "wz", "vx", "vy", "vz")):
+                value = float(fit.eta[6 * k + c])
+                rows.append((f"eta_{name}_{axis}", value, relative_std(std[6 * k + c], value)))
+        d, _ = self.problem.sizes
+        if d:
+            xi = lie.log_se3(fit.model.device)
+            for c, axis in enumerate(("wx", "wy", "wz", "vx", "vy", "vz")):
+                rows.append((f"device_{axis}", float(xi[c]), relative_std(std[6 * n + c], xi[c])))
+        for k, marker in enumerate(self.problem.markers):
+            p = fit.model.placements[k]
+            xi = lie.log_se3(p)
+            base = 6 * n + d + 6 * k
+            for c, axis in enumerate(("wx", "wy", "wz", "vx", "vy", "vz")):
+                rows.append(
+                    (
+                        f"marker_{marker.name}_{axis}",
+                        float(xi[c]),
+                        relative_std(std[base + c], xi[c]),
+                    )
+                )
+        if fit.parameters == "compliance":
+            first = 6 * n + d + 6 * len(self.problem.markers)
+            for k, name in enumerate(chain.joint_names):
+                value = float(fit.model.compliance[k])
+                rows.append((f"compliance_{name}", value, relative_std(std[first + k], value)))
+        return rows
+
+    def chain(self, fit) -> Chain:
+        return fit.chain
+
+    def dynamics(self, fit) -> dict[str, tuple[float, float]]:
+        return {}
+
+    def files(self, fit) -> dict[str, str]:
+        """With compliant joints, ``calibrated.drives.toml``: their stiffnesses ``k<j>`` (a
+        drive file without torque terms, :func:`~workbench.calibration.drives.stiffness_names`),
+        which ``workbench export`` writes as MuJoCo joint stiffness."""
+        entry = self._compliance(fit).get("compliance")
+        if entry is None or all(j["stiffness"] is None for j in entry["joints"].values()):
+            return {}
+        names = stiffness_names(self.nominal.n)
+        springs = {
+            names[k]: (j["stiffness"], j["stiffness_std"])
+            for k, j in enumerate(entry["joints"].values())
+            if j["stiffness"] is not None
+        }
+        note = "joint stiffnesses of a kinematic calibration with compliance under gravity"
+        return {
+            "calibrated.drives.toml": drive_file_text(
+                Drives(self.nominal.n, ()), np.zeros(0), note=note, stiffness=springs
+            )
+        }
+
+    def summary(self, fit) -> dict[str, Any]:
+        cov_twist = twist_covariance(fit.chain, fit.covariance)
+        summary = {
+            "iterations": fit.solution.iterations,
+            "identifiable_dimension": int(fit.subspace.basis.shape[1]),
+            "condition_number": fit.subspace.condition_number,
+            "sigma": fit.solution.sigma,
+            "rotation_weight_m_per_rad": fit.rotation_weight,
+            "device_frame_known": self.problem.device_known,
+            "base_in_device_frame": fit.model.device.tolist(),
+            "markers": {
+                m.name: {
+                    "frame": m.frame or self.nominal.tool_name,
+                    "placement": fit.model.placements[k].tolist(),
+                }
+                for k, m in enumerate(self.problem.markers)
+            },
+            "position_error": "3-D distance, m",
+            "orientation_error": "rotation angle, rad",
+            "parameters": fit.parameters,
+            "ridge": fit.ridge,
+            "joint_coordinates": {
+                "meaning": _COORDINATES[fit.parameters],
+                "value": fit.model.coordinates.tolist(),
+            },
+            "twists": fit.chain.twists.tolist(),
+            "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
+            "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
+            **self._compliance(fit),
+            **eta_entries(
+                fit.eta, fit.eta_std, fit.subspace.null[: 6 * (self.nominal.n + 1)], self.nominal
+            ),
+        }
+        return summary
+
+    def _compliance(self, fit) -> dict[str, Any]:
+        """The ``compliance`` entry: per joint its compliance and stiffness with standard
+        deviations (:func:`~workbench.calibration.fitting.compliance.stiffness`), when fitted."""
+        if fit.parameters != "compliance":
+            return {}
+        chain = self.nominal
+        d, m = self.problem.sizes
+        first = 6 * chain.n + d + m
+        std = np.sqrt(np.clip(np.diag(fit.covariance)[first:], 0.0, None))
+        seen = np.linalg.norm(fit.solution.S[first:], axis=1) > 1e-9
+        joints = {}
+        for k, name in enumerate(chain.joint_names):
+            entry = stiffness(fit.model.compliance[k], std[k], chain.joint_kinds[k])
+            entry["estimated"] = bool(seen[k])
+            entry["held_rigid"] = k in fit.held
+            joints[name] = entry
+        return {
+            "compliance": {
+                "model": _COMPLIANCE,
+                "payload": self.problem.payload is not None,
+                "joints": joints,
+            }
+        }
+
+
+_COMPLIANCE = (
+    "q_link = q - c tau_g(q): each joint sags by its compliance c = 1/k times the model's "
+    "gravity torque (inverse dynamics at zero velocity and acceleration, with the log's "
+    "payload) at the logged position; a joint whose compliance the data do not tell from zero "
+    "(below two standard deviations, or negative: no spring), or that carries no gravity in "
+    "the log (its largest torque below 2 % of the largest joint's), is held rigid "
+    "('held_rigid'), "
+    "'estimated' false where the compliance is not fitted (held, or unseen: a joint that "
+    "carries no gravity torque), stiffness null when rigid"
+)
+
+_COORDINATES = {
+    "frames": "none: the joints are as loaded",
+    "offsets": "joint zero offsets o (q + o), rad for revolute and m for prismatic joints",
+    "twists": "the joints' move from the nominal in its twist-changing eta directions "
+    "(identifiable_eta_basis of the nominal), rad and m",
+    "compliance": "as for twists (the compliances are in 'compliance')",
+}
+
+
+def _rotation_spread(R: Array) -> Array:
+    """Angles (N,) of rotations from their mean (the rotation nearest the arithmetic mean)."""
+    U, _, Vt = np.linalg.svd(np.nanmean(R, axis=0))
+    mean = U @ np.diag([1.0, 1.0, np.linalg.det(U @ Vt)]) @ Vt
+    return np.linalg.norm(lie.log_so3(R @ mean.T), axis=-1)
+
+
+def _rms(x: Array) -> float:
+    return float(np.sqrt(np.nanmean(np.square(x))))
