@@ -127,7 +127,6 @@ def selection_of(chain: wb.Chain, log):
     return problem, select(problem, problem.folds(Folds(5)))
 
 
-@pytest.mark.slow
 def test_known_stiffness_is_recovered_and_the_candidate_kept(ur5):
     """Deflections of ~1e-3 rad: compliance beats twists on the folds and every compliance
     the data see is within 3 standard deviations of the truth (the shoulder pan and the last
@@ -151,7 +150,6 @@ def test_known_stiffness_is_recovered_and_the_candidate_kept(ur5):
             assert abs(entry["stiffness"] - STIFFNESS[k]) < 3.0 * entry["stiffness_std"]
 
 
-@pytest.mark.slow
 def test_rigid_truth_drops_compliance(ur5):
     """Without springs in the truth the compliance candidate does not beat the twists."""
     log, _ = compliant_log(ur5, np.zeros(ur5.n), seed=3)

@@ -78,7 +78,6 @@ def test_a_calibration_equal_to_the_nominal_ties_on_another_session(iiwa):
     )
 
 
-@pytest.mark.slow
 def test_a_calibration_that_found_the_joints_beats_the_nominal_on_another_session(iiwa):
     """Joint axes moved by 1e-2: the twists fitted on Monday, held on Tuesday with Tuesday's
     frames refitted, predict Tuesday's held-out positions to the noise; the nominal does not.
