@@ -25,7 +25,7 @@ from workbench.calibration.problems.problem import Options
 from workbench.calibration.selection.selection import select
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
-from workbench.recordings.log import Marker
+from workbench.recordings.log import Distance, Fixture, Marker
 
 STIFFNESS = np.array([1e4, 3e4, 1e4, 1e3, 1e3, 1e3])  # N m/rad: deflections up to ~2e-3 rad
 NOISE = 2e-5  # m per coordinate
@@ -94,6 +94,51 @@ def test_jacobian_with_compliance_is_central_differences(ur5):
         numeric[:, k] = (plus - minus) / (2 * h)
     assert np.abs(J - numeric).max() < 1e-7 * max(1.0, np.abs(J).max())
     assert np.abs(J[:, -ur5.n :]).max() > 1.0  # compliance columns: the gravity torques
+
+
+def test_jacobian_with_compliance_and_fixtures_is_central_differences(ur5):
+    """Compliance and fixtures in one step (joints, device, markers, compliances, fixtures):
+    the Jacobian of a measured tool and of an unmeasured ball resting in two sockets and on
+    a plane equals central differences of the residual through the problem's retraction,
+    and the base-tilt gauge of compliance acts on the joints' entries only."""
+    rng = np.random.default_rng(5)
+    N, n = 15, ur5.n
+    q = rng.uniform(-2, 2, size=(N, n))
+    tool = Marker("tool", None, rng.normal(size=(N, 3)))
+    ball = Marker("ball", ur5.link_names[3])
+    rows = [np.arange(N) // 5 == k for k in range(3)]
+    fixtures = (
+        Fixture("s0", "point", "ball", rows[0]),
+        Fixture("s1", "point", "ball", rows[1]),
+        Fixture("table", "plane", "ball", rows[2]),
+    )
+    problem = KinematicProblem(
+        q, (tool, ball), device_known=False, parameters="compliance", fixtures=fixtures,
+        distances=(Distance(("s0", "s1"), 0.05),),
+    )  # fmt: skip
+    model = replace(problem.start(ur5), compliance=1.0 / STIFFNESS)
+    _, J = problem.evaluate(model)
+    width = 6 * n + 6 + 12 + n  # joints, device, two markers, compliances
+    assert problem.width(ur5) == width
+    assert J.shape[1] == problem.step_size(ur5) == width + 9
+    h = 1e-6
+    numeric = np.zeros_like(J)
+    for k in range(J.shape[1]):
+        e = np.zeros(J.shape[1])
+        e[k] = h
+        plus = problem.residual(problem.retract(model, e))
+        minus = problem.residual(problem.retract(model, -e))
+        numeric[:, k] = (plus - minus) / (2 * h)
+    assert np.abs(J - numeric).max() < 1e-7 * max(1.0, np.abs(J).max())
+    assert J.shape[0] == 3 * N + 3 * 10 + 5 + 1  # tool, socket points, plane, distance
+    assert np.abs(J[3 * N :, width - n : width]).max() > 1e-3  # the ball sags too
+    assert np.abs(J[:, width:]).max() > 0.5  # the fixtures' own columns
+    P, _ = problem.prior(model)
+    assert P.shape[0] == width + 9
+    assert np.allclose(P[width - n : width][:, -n:], np.eye(n))  # compliances: P's last n
+    gauge = problem.gauge(model)
+    assert gauge.shape == (6, width + 9)
+    assert not np.any(gauge[:, 6 * n :])
 
 
 def compliant_log(chain: wb.Chain, stiffness: np.ndarray, seed: int):
