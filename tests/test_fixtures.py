@@ -291,3 +291,27 @@ def test_bad_fixtures_are_refused_naming_them(iiwa, tmp_path, keys, message):
     path, _ = write_description(tmp_path, iiwa, **keys)
     with pytest.raises(wb.WorkbenchError, match=re.escape(message)):
         wb.calibration.read_log(path, iiwa)
+
+
+def test_the_gauge_with_compliance_is_the_rigid_one(iiwa, scene):
+    """Compliances estimated with fixtures alone (their entries between the markers' and the
+    fixtures'): at the exact rigid fit (c = 0) the Jacobian on the candidate directions
+    still sees everything but the six world-placement directions, and the steps the fit
+    takes (``P free``) are exactly the ones it sees."""
+    problem = KinematicProblem.from_log(fixture_log(scene))
+    fit = calibrate_kinematic(iiwa, problem)
+    compliant = replace(problem, parameters="compliance")
+    model = replace(fit.model, compliance=np.zeros(iiwa.n))
+    assert compliant.width(iiwa) == problem.width(iiwa) + iiwa.n
+    assert np.abs(compliant.residual(model)).max() < 1e-10
+    P, _ = compliant.prior(model)
+    _, J = compliant.evaluate(model)
+    assert P.shape[0] == J.shape[1] == compliant.step_size(iiwa)
+    JP = J @ P
+    s = np.linalg.svd(JP / np.linalg.norm(JP, axis=0), compute_uv=False)
+    assert int(np.sum(s < 1e-8 * s[0])) == 6
+    free = compliant.free(model, P)
+    assert P.shape[1] - free.shape[1] == 6
+    JPN = JP @ free
+    s = np.linalg.svd(JPN, compute_uv=False)
+    assert s[-1] > 1e-8 * s[0]

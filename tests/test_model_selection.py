@@ -36,8 +36,8 @@ def iiwa():
     return wb.models.load("iiwa")
 
 
-def tool_positions(chain, q: np.ndarray) -> np.ndarray:
-    """Tool positions (N, 3) of ``chain`` at q, by Pinocchio's forward kinematics."""
+def tool_poses(chain, q: np.ndarray) -> np.ndarray:
+    """Tool poses (N, 4, 4) of ``chain`` at q, by Pinocchio's forward kinematics."""
     import pinocchio as pin
 
     model = wb.to_pinocchio(chain)
@@ -46,8 +46,13 @@ def tool_positions(chain, q: np.ndarray) -> np.ndarray:
     out = []
     for sample in q:
         pin.framesForwardKinematics(model, data, sample)
-        out.append(data.oMf[frame].translation.copy())
+        out.append(data.oMf[frame].homogeneous.copy())
     return np.array(out)
+
+
+def tool_positions(chain, q: np.ndarray) -> np.ndarray:
+    """Tool positions (N, 3) of ``chain`` at q, by Pinocchio's forward kinematics."""
+    return tool_poses(chain, q)[:, :3, 3]
 
 
 def measured(truth, q: np.ndarray, seed: int) -> np.ndarray:
@@ -175,15 +180,23 @@ def test_a_second_log_tests_what_the_first_log_chose(iiwa):
     other = replace(other, position=measured(truth, other.q, seed=10), source="second")
     report = calibrate(iiwa, "kinematic", log, other)
     held = report.summary["heldout"]
-    assert held["scheme"] == "second log second" and held["samples"] == 30
+    assert held["scheme"].startswith("second log second, blocked cross-validation, 5 contiguous")
+    assert held["samples"] == 30
     assert held["selection"]["scheme"] == "blocked cross-validation, 5 contiguous folds"
     assert held["selection"]["kept"].startswith("twists")
-    # the figures are the kept model's on the second log (Pinocchio's forward kinematics)
-    predicted = tool_positions(report.chain, other.q)
-    distance = np.linalg.norm(predicted - other.position, axis=1)
-    assert held["calibrated"]["position_rms_m"] == pytest.approx(
-        np.sqrt(np.mean(distance**2)), rel=1e-9
-    )
+    # the figures are the kept joints' on the second log's folds, the tool point refitted on
+    # each fold's training samples (known device frame: linear least squares on Pinocchio's
+    # tool poses)
+    poses = tool_poses(report.chain, other.q)
+    distances = []
+    for train, test in Folds(5).splits(other.t):
+        A = poses[train, :3, :3].reshape(-1, 3)
+        point = np.linalg.lstsq(A, (other.position[train] - poses[train, :3, 3]).ravel())[0]
+        predicted = poses[test, :3, :3] @ point + poses[test, :3, 3]
+        distances.append(np.linalg.norm(predicted - other.position[test], axis=1))
+    rms = np.sqrt(np.mean(np.concatenate(distances) ** 2))
+    assert held["calibrated"]["position_rms_m"] == pytest.approx(rms, rel=1e-6)
+    assert held["frames_refitted"]["validation_log"]["device_frame"].startswith("known")
 
 
 @pytest.mark.parametrize("parameters", ["offsets", "twists"])

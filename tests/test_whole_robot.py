@@ -348,3 +348,49 @@ def test_an_identified_body_lighter_than_its_locked_hand_is_folded_into_its_link
     back = reload_urdf(light, out)
     assert np.abs(back.phi - light.phi).max() < 1e-12
     assert np.abs(back.twists - light.twists).max() < 1e-12
+
+
+def test_columns_list_of_joint_names_names_the_calibrated_joints(tmp_path):
+    """A description whose ``columns`` list names 8 of tiago's 48 joints (its columns called
+    by the joints, in another order than the model's) calibrates those joints, the others
+    locked: the calibrated whole URDF's arm (Pinocchio) predicts the truth's tool."""
+    tiago_arm = ("torso_lift_joint", *(f"arm_{i}_joint" for i in range(1, 8)))
+    assert len(wb.models.movable_joints("tiago")) == 48
+    chain = wb.models.load("tiago", joints=list(tiago_arm))
+    log, truth = simulate_log(
+        chain, kind="kinematic", samples=300, perturb=1e-3, noise=1e-5, seed=4
+    )
+    order = list(reversed(tiago_arm))
+    table = np.column_stack([log.q[:, [tiago_arm.index(j) for j in order]], log.position])
+    np.savetxt(tmp_path / "arm.csv", table, delimiter=",", comments="",
+               header=",".join([*order, "x", "y", "z"]))  # fmt: skip
+    listed = ", ".join(f'"{j}"' for j in order)
+    (tmp_path / "arm.toml").write_text(
+        f'[positions]\nfile = "arm.csv"\ncolumns = [{listed}]\n\n'
+        '[[markers]]\nposition = ["x", "y", "z"]\n'
+    )
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "calibrate", "--model", "tiago", "--log",
+         str(tmp_path / "arm.toml"), "--kind", "kinematic", "--parameters", "twists", "--out",
+         str(out), "--quiet"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    back = wb.models.load(str(out / "calibrated.urdf"), joints=list(tiago_arm))
+    assert back.joint_names == tiago_arm
+    model = pin.buildModelFromUrdf(str(out / "calibrated.urdf"))
+    tool = np.array([pin_tool(model, back, q) for q in log.q[::25]])
+    true = forward_kinematics(truth.chain, log.q[::25])[:, :3, 3]
+    nominal = forward_kinematics(chain, log.q[::25])[:, :3, 3]
+    assert np.linalg.norm(tool - true, axis=1).max() < 1e-4
+    assert np.linalg.norm(nominal - true, axis=1).max() > 1e-3
+
+
+def pin_tool(model, chain: wb.Chain, q_chain: np.ndarray) -> np.ndarray:
+    """The tool position of a whole robot's Pinocchio model, the chain's joints at q_chain and
+    the others at zero (as the log locked them)."""
+    data = model.createData()
+    q = _full_configuration(model, chain, q_chain, {})
+    pin.framesForwardKinematics(model, data, q)
+    return data.oMf[model.getFrameId(chain.tool_name)].translation.copy()

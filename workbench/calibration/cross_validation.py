@@ -1,12 +1,13 @@
 """One calibration run: choose, fit and validate on held-out samples, for any kind and log form.
 
 Every run validates on samples no fit saw: the last fraction of the log,
-contiguous cross-validation folds (every sample held out once, predicted by
-a fit on the others; leave-one-out for static poses), or a second log
-(:mod:`workbench.calibration.selection.validation`). The same folds choose what to fit
-among the kind's candidates (:mod:`workbench.calibration.selection.selection`: for
-measured poses ``frames``, ``offsets`` or ``twists`` with a ridge toward the
-nominal), the kept candidate is fitted on the whole log, and its held-out
+cross-validation folds (every sample held out once, predicted by a fit on
+the others; contiguous or random; leave-one-out for static poses), or a
+second log (:mod:`workbench.calibration.selection.validation`). The same
+folds choose what to fit among the kind's candidates
+(:mod:`workbench.calibration.selection.selection`: for measured poses
+``frames``, ``offsets``, ``twists`` or ``compliance`` with a ridge toward
+the nominal), the kept candidate is fitted on the whole log, and its held-out
 figures are its score on those folds (the selection's fold score, stated in
 ``summary.json``). The nominal model is scored on the same held-out samples
 and defined in ``summary.json`` (``heldout.nominal_model``): for measured
@@ -20,6 +21,14 @@ figures are per joint in its unit (N m revolute, N prismatic;
 ``units``) with the held-out relative RMS per joint; relative standard
 deviations of parameters that were not estimated read ``0 (fixed)``, those
 below 1e-9 % ``<1e-9``.
+
+A second log of measured poses is another session, whose measuring frames
+(the device frame when unknown, the markers) may have moved: the calibrated
+joints are held and those frames refitted on the training samples of each of
+the second log's own folds (:func:`~workbench.calibration.validation.
+second_log_validation`), the nominal's alike, and both scored on the held-out
+samples of those folds; ``heldout.frames_refitted`` says which frames were
+refitted where. A calibration equal to the nominal then ties with it.
 
 The loop (:func:`calibrate`) runs over the contract of
 :class:`workbench.calibration.problems.problem.CalibrationProblem`: the problem of a
@@ -52,7 +61,12 @@ from workbench.calibration.problems.problem import (
 from workbench.calibration.reporting.exact_urdf import calibrated_urdf
 from workbench.calibration.selection.selection import select
 from workbench.calibration.selection.selection import table as selection_table
-from workbench.calibration.selection.validation import EndSplit, Folds, default_validation
+from workbench.calibration.selection.validation import (
+    EndSplit,
+    Folds,
+    default_validation,
+    second_log_validation,
+)
 from workbench.chain import Chain
 from workbench.closed_chains.model import ClosedChain
 from workbench.errors import WorkbenchError
@@ -163,18 +177,43 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
     train_before = [problem.residuals(nominal_fit, block) for block in problem.everything()]
     folds_figures: list[dict[str, Any]] = []
     held = problem
+    frames = None
     if second:
         weight = getattr(problem, "rotation_weight", options.rotation_weight)  # as fitted
         held = spec.problem(chain, validation, replace(quiet, rotation_weight=weight))
-        other_nominal = held.baseline(None)
-        after = [held.residuals(full, block) for block in held.everything()]
-        before = [held.residuals(other_nominal, block) for block in held.everything()]
         label = f"second log {validation.source}"
+        if hasattr(held, "refit_frames"):  # measuring frames of that session: its own folds
+            own = second_log_validation(validation)
+            pairs = held.folds(own)
+            before = [held.residuals(held.baseline(t), b) for t, b in pairs]
+            after = before  # the nominal kept: the same fits
+            if selection.kept is not selection.nominal:
+                after = [held.residuals(held.refit_frames(full, t), b) for t, b in pairs]
+            where = f"on the training samples of each fold of the second log ({own.label})"
+            label += f", {own.label}, the calibrated joints held and its frames refitted"
+            frames = {
+                "calibration_log": problem.refitted_frames(
+                    f"on the training samples of each fold of the calibration log "
+                    f"({scheme.label}), then on all of it"
+                ),
+                "validation_log": held.refitted_frames(where),
+            }
+        else:
+            other_nominal = held.baseline(None)
+            after = [held.residuals(full, block) for block in held.everything()]
+            before = [held.residuals(other_nominal, block) for block in held.everything()]
         figures, nominal = held.figures(after), held.figures(before)
     else:
         after, before = selection.kept.residuals, selection.nominal.residuals
         label, folds_figures = problem.label(scheme), selection.kept.folds
         figures, nominal = selection.kept.figures, selection.nominal.figures
+        if hasattr(problem, "refitted_frames"):
+            frames = {
+                "calibration_log": problem.refitted_frames(
+                    "on the training samples of each fold (held-out figures), then on all of "
+                    "the log (the calibrated model)"
+                )
+            }
     samples = sum(r.samples for r in after)
     fitted = problem.summary(full)
     _check_determined(log, train_after, fitted.get("identifiable_dimension"))
@@ -191,6 +230,8 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
         fitted=problem.samples, heldout=samples, convention=problem.rms_convention,
         nominal_model=problem.nominal_model,
     )  # fmt: skip
+    if frames is not None:
+        summary["heldout"]["frames_refitted"] = frames
     if len(problem.candidates) > 1:
         summary["heldout"]["selection"] = selection.summary(forced is not None)
         if second:

@@ -49,7 +49,7 @@ from workbench.identification.drives import (
     sidecar_path,
 )
 from workbench.recordings.chunked_logs import ChunkedLog, is_chunked_log, open_chunked_log
-from workbench.recordings.log import Log
+from workbench.recordings.log import Defaults, Log
 from workbench.recordings.log_files import logged_joints, read_log
 
 
@@ -203,7 +203,7 @@ def run_calibration(request: Request) -> Outcome:
         else:
             log = read_log(request.log, log_chain, **reading)
         nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
-        validation = _validation(request, log_chain, reading)
+        validation = _validation(request, log_chain, reading, log.defaults)
         gains = None
         if request.payload_log:
             gains = _drive_gains(request, chain, log_chain, log, reading)
@@ -257,7 +257,8 @@ def _model(request: Request, large: bool):
             )
         model = closed_chains.load(request.model)
         return model, model.motors, model.urdf_path
-    joints, locked, held = (None, {}, {}) if large else logged_joints(request.log)
+    whole = models.movable_joints(request.model)
+    joints, locked, held = (None, {}, {}) if large else logged_joints(request.log, whole)
     chain = models.load(
         request.model, tool_frame=request.tool, moving=True, joints=joints, locked=locked,
         held=held,
@@ -265,11 +266,13 @@ def _model(request: Request, large: bool):
     return chain, chain, models.urdf_path(request.model)
 
 
-def _validation(request: Request, log_chain, reading: dict) -> EndSplit | Folds | Log | None:
+def _validation(
+    request: Request, log_chain, reading: dict, defaults: Defaults
+) -> EndSplit | Folds | Log | None:
     if request.validation_log:
         return read_log(request.validation_log, log_chain, **reading)
-    if request.folds is not None:
-        return Folds(request.folds)
+    if request.folds is not None:  # random samples when the description shuffles its folds
+        return Folds(request.folds, defaults.shuffle, defaults.seed)
     if request.validation is not None:
         return EndSplit(request.validation)
     return None

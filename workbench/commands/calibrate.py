@@ -126,10 +126,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(the nominal model changed least; consistent or not, no URDF when not)",
     )  # fmt: skip
     parser.add_argument(
-        "--parameters", default="auto", choices=("auto", "frames", "offsets", "twists"),
+        "--parameters", default="auto",
+        choices=("auto", "frames", "offsets", "twists", "compliance"),
         help="kinematic: what to fit: the device and marker frames only, + joint zero offsets, "
-        "+ full joint twists, or auto: the one the held-out folds predict best, with a ridge "
-        "toward the nominal that they choose too (default: %(default)s)",
+        "+ full joint twists, + a compliance per joint under gravity, or auto: the one the "
+        "held-out folds predict best, with a ridge toward the nominal that they choose too "
+        "(default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
         "--quiet", action="store_true", help="no progress bars or compile message on stderr"

@@ -12,8 +12,11 @@ results folder's calibrated.drives.toml) gives each joint's rotor inertia
 (MuJoCo armature), viscous friction (damping) and Coulomb friction
 (frictionloss), and coupled motors as fixed tendons; the URDF's
 <dynamics damping friction> give damping and frictionloss where the drive
-file has no friction term (the drive file wins). Torque offsets are not
-written (a bias of the measurement, no force). Visual meshes that MuJoCo
+file has no friction term (the drive file wins). Joint stiffnesses ``k<j>``
+(a kinematic calibration's compliance under gravity) become MuJoCo joint
+``stiffness``, a spring toward ``qpos_spring`` (set it to the motor
+positions). Torque offsets are not written (a bias of the measurement, no
+force). Visual meshes that MuJoCo
 reads (STL, OBJ, MSH) and that exist become geoms without contacts (a link
 without such visual meshes takes its collision meshes); others are left
 out. The output may not be one of the inputs.
@@ -122,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     if len(viscous) != chain.n:  # a folder whose yaml replaced joints: <dynamics> not read
         viscous, coulomb = np.zeros(chain.n), np.zeros(chain.n)
     damping, frictionloss = viscous.copy(), coulomb.copy()  # MuJoCo's joint terms
-    armature, couplings = np.zeros(chain.n), []
+    armature, stiffness, couplings = np.zeros(chain.n), np.zeros(chain.n), []
     if drive_file.is_file():  # per joint, or per motor of a closed chain
         driven = closed.active if closed is not None else np.arange(chain.n)
         if closed is None and calibrated is not None:  # a whole robot: the calibrated joints
@@ -152,12 +155,15 @@ def run(args: argparse.Namespace) -> int:
         armature = on_tree(own["armature"])
         damping += on_tree(own["damping"])
         frictionloss += on_tree(own["frictionloss"])
+        stiffness = on_tree(own["stiffness"])
         couplings = [replace(c, coefficients=on_tree(c.coefficients)) for c in own["couplings"]]
     terms = _nonnegative(
         chain.joint_names,
         {"armature": armature, "damping": damping, "frictionloss": frictionloss},
         couplings,
     )
+    if closed is None:  # joint springs (a kinematic calibration's compliance)
+        terms["stiffness"] = stiffness
 
     directory = Path(args.mjcf).resolve().parent
     meshes = {}

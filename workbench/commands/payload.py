@@ -149,7 +149,7 @@ def _identify(args: argparse.Namespace) -> int:
     clock = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WorkbenchWarning)
-        joints, locked, held = logged_joints(args.log)
+        joints, locked, held = logged_joints(args.log, models.movable_joints(args.model))
         chain = models.load(args.model, moving=True, joints=joints, locked=locked, held=held)
         link = args.link or chain.link_names[-1]
         k, placement = frame_on_link(chain, link)

@@ -67,7 +67,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -272,13 +272,15 @@ def simulator_terms(drives: Drives, values: dict[str, float]) -> dict[str, objec
     ``Iam`` holds only the off-diagonal part (module docstring): the joints'
     ``armature`` and ``damping`` give back ``c_i^2 Iam`` and ``c_i^2 fvm``.
     Offsets (``off``) are a bias of the torque measurement, no force on the
-    robot, and are not written. Missing names count as 0.
+    robot, and are not written. Joint stiffnesses (``k``) are MuJoCo's joint
+    ``stiffness``. Missing names count as 0.
     """
     n = drives.n
     value = np.vectorize(lambda name: values.get(name, 0.0), otypes=[float])
     joints = np.arange(1, n + 1).astype(str)
     armature, damping = value(np.char.add("Ia", joints)), value(np.char.add("fv", joints))
     frictionloss = value(np.char.add("fs", joints))
+    stiffness = value(np.char.add("k", joints))
     couplings = []
     for k in drives.coupled:
         c = drives.transmission[k] / drives.transmission[k, k]
@@ -290,6 +292,7 @@ def simulator_terms(drives: Drives, values: dict[str, float]) -> dict[str, objec
         "armature": armature,
         "damping": damping,
         "frictionloss": frictionloss,
+        "stiffness": stiffness,
         "couplings": couplings,
     }
 
@@ -374,27 +377,46 @@ def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, 
     except WorkbenchError as exc:
         raise WorkbenchError(f"{path}: {exc}") from None
     known = set(drives.names)
+    springs = set(stiffness_names(n))
     result = {}
     for name in list(values.table):
-        if name not in known:
+        if name not in known | springs:
             raise WorkbenchError(
-                f"{values.where(name)}: not a parameter of terms {list(terms)} for {n} joints"
+                f"{values.where(name)}: not a parameter of terms {list(terms)} for {n} joints "
+                f"(nor a joint stiffness k1..k{n})"
             )
-        result[name] = values.number(name, minimum=-MAX_DRIVE_VALUE, maximum=MAX_DRIVE_VALUE)
+        limit = None if name in springs else MAX_DRIVE_VALUE  # a stiffness: > 0, no bound
+        bounds = {} if limit is None else {"minimum": -limit, "maximum": limit}
+        result[name] = values.number(name, positive=name in springs, **bounds)
     values.done()
     top.done()
     return drives, result
 
 
-def drive_file_text(drives: Drives, values: Array, std: Array | None = None, note: str = "") -> str:
-    """TOML text of drive parameters (joint side, SI), readable by :func:`read_drive_file`."""
+def stiffness_names(n: int) -> list[str]:
+    """The drive-file names of the joint stiffnesses, ``k1`` .. ``kn`` (N m/rad or N/m: the
+    series compliance under gravity of :mod:`workbench.calibration.fitting.compliance`; absent:
+    rigid)."""
+    return [f"k{j}" for j in range(1, n + 1)]
+
+
+def drive_file_text(
+    drives: Drives,
+    values: Array,
+    std: Array | None = None,
+    note: str = "",
+    stiffness: Mapping[str, tuple[float, float]] | None = None,
+) -> str:
+    """TOML text of drive parameters (joint side, SI), readable by :func:`read_drive_file`;
+    ``stiffness`` adds joint stiffnesses (:func:`stiffness_names`: value and std)."""
     lines = [
         "# Drive parameters, joint side, SI units: viscous friction fv [N m s/rad], Coulomb",
         "# friction fs [N m], rotor inertia Ia [kg m^2], torque offset off [N m]; coupled",
         "# motors: Iam, fvm, fsm; Stribeck peak fst [N m] with speeds stribeck_speed",
         "# [rad/s]; load-dependent friction fl [N m per N m of nominal rigid-body torque];",
         "# temperature slopes fvT [N m s/rad/K], fsT [N m/K] about the log's mean",
-        "# temperature; torque sensor delay delay_ms [ms] (see workbench.identification.drives).",
+        "# temperature; torque sensor delay delay_ms [ms] (see workbench.identification.drives);",
+        "# joint stiffness k [N m/rad] under gravity (absent: rigid).",
     ]
     lines += [f"# {line}" for line in note.splitlines() if line]
     lines.append(f"terms = [{', '.join(repr(t).replace(chr(39), chr(34)) for t in drives.terms)}]")
@@ -413,4 +435,6 @@ def drive_file_text(drives: Drives, values: Array, std: Array | None = None, not
     for k, name in enumerate(drives.names):
         comment = "" if std is None else f"  # std {std[k]:.3g}"
         lines.append(f"{name} = {float(values[k])!r}{comment}")
+    for name, (value, deviation) in (stiffness or {}).items():
+        lines.append(f"{name} = {float(value)!r}  # std {deviation:.3g}")
     return "\n".join(lines) + "\n"

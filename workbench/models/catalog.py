@@ -34,6 +34,7 @@ import functools
 import importlib.metadata
 import numbers
 import os
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,17 @@ def urdf_path(name: str) -> Path:
     if not path.is_file():
         raise WorkbenchError(f"model '{name}': URDF not found at {path}")
     return path
+
+
+def movable_joints(name: str) -> tuple[str, ...]:
+    """The revolute, continuous and prismatic joints of a model's URDF, in file order (the
+    joints a log may name); empty when the file does not parse (loading it says why)."""
+    try:
+        root = ET.parse(urdf_path(name)).getroot()
+    except (ET.ParseError, OSError):
+        return ()
+    kinds = ("revolute", "continuous", "prismatic")
+    return tuple(j.get("name") for j in root.iter("joint") if j.get("type") in kinds)
 
 
 def load_pinocchio(name: str):

@@ -20,6 +20,12 @@ Drive terms, joint side and SI units (what ``workbench calibrate`` identifies,
   ``-damping * qvel``;
 * ``frictionloss`` (N m or N): Coulomb friction, a constraint force within
   ``+-frictionloss`` that opposes motion (``fs sign(dq)`` once sliding);
+* ``stiffness`` (N m/rad or N/m): a joint's calibrated compliance under
+  gravity (:mod:`workbench.calibration.fitting.compliance`), a spring between the
+  motor and the link: MuJoCo's passive force ``-stiffness (q - q_spring)``
+  is that spring when ``qpos_spring`` (``springref``, default 0) holds the
+  motor position, which a simulation sets (``model.qpos_spring``) to where
+  the motor is commanded;
 * :class:`Coupling`: a motor that turns with several joints (``q_m = c . q``
   up to its gear), written as a fixed tendon with coefficients ``c`` whose
   ``armature``, ``damping`` and ``frictionloss`` add ``a c c^T ddq``,
@@ -214,11 +220,13 @@ def mjcf_element(
     name: str | None = None,
     timestep: float = 0.002,
     integrator: str = "implicitfast",
+    stiffness: ArrayLike | None = None,
     keyframe: Mapping[str, float] | None = None,
     keyframe_name: str = "calibration",
 ) -> ET.Element:
     """The ``<mujoco>`` element of ``chain`` (arguments as in :func:`mjcf_string`)."""
     check_chain(chain)
+    stiffness = _per_joint(chain, stiffness, "stiffness")
     armature = _per_joint(chain, armature, "armature")
     damping = _per_joint(chain, damping, "damping")
     frictionloss = _per_joint(chain, frictionloss, "frictionloss")
@@ -268,7 +276,7 @@ def mjcf_element(
         set_pose(body, lie.inverse(parent_frame) @ chain.joint_frames[i])
         bodies[i] = body
         for k in group:
-            _joint(body, chain, k, i, armature[k], damping[k], frictionloss[k])
+            _joint(body, chain, k, i, armature[k], damping[k], frictionloss[k], stiffness[k])
         m, c, I_c = inertia.com_from_phi(phi[i])
         ET.SubElement(
             body, "inertial", pos=_vec(c), mass=_num(m),
@@ -349,7 +357,7 @@ def mjcf_element(
 
 def _joint(
     body: ET.Element, chain: Chain, k: int, i: int,
-    armature: float, damping: float, frictionloss: float,
+    armature: float, damping: float, frictionloss: float, stiffness: float,
 ) -> None:  # fmt: skip
     """Joint k in the body of link i: its own axis, or a folded joint's twist in that frame."""
     revolute = chain.joint_kinds[k] == REVOLUTE
@@ -374,6 +382,8 @@ def _joint(
     joint.set("armature", _num(armature))
     joint.set("damping", _num(damping))
     joint.set("frictionloss", _num(frictionloss))
+    if stiffness > 0:  # a calibrated joint spring (module docstring); 0: rigid, none written
+        joint.set("stiffness", _num(stiffness))
 
 
 def mjcf_string(
@@ -388,13 +398,14 @@ def mjcf_string(
     name: str | None = None,
     timestep: float = 0.002,
     integrator: str = "implicitfast",
+    stiffness: ArrayLike | None = None,
     keyframe: Mapping[str, float] | None = None,
     keyframe_name: str = "calibration",
 ) -> str:
     """The MJCF text of ``chain`` (module docstring).
 
-    ``armature``, ``damping``, ``frictionloss`` (n,) per joint in the
-    chain's order (default 0); ``couplings`` motors that turn with several
+    ``armature``, ``damping``, ``frictionloss``, ``stiffness`` (n,) per joint
+    in the chain's order (default 0); ``couplings`` motors that turn with several
     joints (:class:`Coupling`); ``meshes`` a frame name (a link, an attached
     frame or the base) to :class:`Mesh` files written as visual geoms
     without contacts (file names as given, resolved by MuJoCo relative to
@@ -407,7 +418,8 @@ def mjcf_string(
     root = mjcf_element(
         chain, armature=armature, damping=damping, frictionloss=frictionloss,
         couplings=couplings, meshes=meshes, actuated=actuated, name=name,
-        timestep=timestep, integrator=integrator, keyframe=keyframe, keyframe_name=keyframe_name,
+        timestep=timestep, integrator=integrator, stiffness=stiffness, keyframe=keyframe,
+        keyframe_name=keyframe_name,
     )  # fmt: skip
     return text(root)
 

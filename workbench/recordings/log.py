@@ -74,12 +74,16 @@ class Defaults:
 
     ``terms``: torque-model terms (see ``workbench.identification.drives``);
     ``folds``: blocked cross-validation folds (0: none; -1: leave one out);
-    ``validation``: held-out fraction at the end when there are no folds.
+    ``validation``: held-out fraction at the end when there are no folds;
+    ``shuffle``, ``seed``: folds of random samples (:class:`~workbench.calibration.
+    validation.Folds`).
     """
 
     terms: tuple[str, ...] | None = None
     folds: int = 0
     validation: float | None = None
+    shuffle: bool = False
+    seed: int = 0
 
 
 @dataclass(frozen=True)

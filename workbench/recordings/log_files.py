@@ -37,6 +37,7 @@ line and column (:mod:`workbench.recordings.tables`).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -98,13 +99,15 @@ def read_log(
 
 
 def logged_joints(
-    path: str | os.PathLike,
+    path: str | os.PathLike, model_joints: Sequence[str] = ()
 ) -> tuple[list[str] | None, dict[str, float], dict[str, float]]:
     """The joints a log calibrates, the values of joints it locks, and the values at which a
     bag holds joints still (before the model loads).
 
     A log description names them in ``[model] joints`` and ``[model.locked]``,
-    or by its ``columns`` tables (joint = column); a table by its ``q_<joint>``
+    or by its ``columns`` tables (joint = column), or by a ``columns`` list of
+    joint names of the whole robot (``model_joints``:
+    :func:`workbench.models.movable_joints`); a table by its ``q_<joint>``
     columns; a bag by the joints its ``/joint_states`` move (the joints it
     holds still are locked at their logged positions, as far as the model
     has them). None: the log does not say (one column per model joint, in
@@ -113,7 +116,7 @@ def logged_joints(
     """
     path = Path(path)
     if path.suffix.lower() == ".toml":
-        return recording.described_joints(path)
+        return recording.described_joints(path, model_joints)
     if bags.is_bag(path):  # the joints that move; those held still are locked where they stand
         states = bags.read_joint_states(path, recording.JOINT_STATES)
         still = recording.still_joints(states)

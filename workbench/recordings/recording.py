@@ -119,12 +119,14 @@ Sections and keys (every key is checked; unknown keys are errors):
     the identified parameters are the robot's own.
 ``[validation]``
     ``folds`` (contiguous blocks in time; "leave-one-out" for one sample
-    per fold) or ``fraction`` (held out at the end).
+    per fold) or ``fraction`` (held out at the end); ``shuffle = true``
+    (with ``seed``) makes the folds (these or ``--folds``) random samples.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -491,10 +493,12 @@ class _Reader:
 
 
 def described_joints(
-    path: str | Path,
+    path: str | Path, model_joints: Sequence[str] = ()
 ) -> tuple[list[str] | None, dict[str, float], dict[str, float]]:
     """The joints a description calibrates, the locked values it gives, and where its bag
-    holds joints still (module docstring)."""
+    holds joints still (module docstring): ``[model] joints``, else the joints of a
+    ``columns`` table, else a ``columns`` list whose entries are all joints of the model
+    (``model_joints``, the whole robot's) but not all of them."""
     path = Path(path)
     top = Section(read_toml(path, "log description"), str(path))
     model = top.section("model")
@@ -511,7 +515,16 @@ def described_joints(
         raw = top.section(key).table.get("columns")
         if isinstance(raw, dict):
             return list(raw), locked, held
+        if _names_joints(raw, model_joints) and set(raw) != set(model_joints):
+            return list(raw), locked, held
     return None, locked, held
+
+
+def _names_joints(columns: object, joints: Sequence[str]) -> bool:
+    """Whether a ``columns`` list names only (distinct) joints of ``joints``."""
+    if not isinstance(columns, list) or not columns or len(set(map(str, columns))) < len(columns):
+        return False
+    return all(isinstance(c, str) and c in joints for c in columns)
 
 
 def still_joints(states: bags.JointStates, tolerance: float = 1e-3) -> dict[str, float]:
@@ -569,6 +582,8 @@ def _column_names(section: Section, chain: Chain, order: tuple[str, ...]) -> lis
             raise WorkbenchError(f"{section.where('columns')}: column names must be strings")
         return names
     names = section.strings("columns")
+    if _names_joints(names, chain.joint_names) and len(names) == chain.n:
+        return list(chain.joint_names)  # each column named by its joint
     if len(names) != chain.n:
         raise WorkbenchError(
             f"{section.where('columns')} has {len(names)} entries; expected {chain.n}, one per "
@@ -987,5 +1002,15 @@ def _defaults(section: Section, terms: list[str] | None) -> Defaults:
         fraction = section.number("fraction", minimum=0.0, maximum=1.0)
         if folds:
             raise WorkbenchError(f"{section.where('fraction')}: give folds or fraction, not both")
+    shuffle = section.boolean("shuffle", False)
+    seed = section.integer("seed", 0, minimum=0)
+    if shuffle and (fraction is not None or folds == -1):
+        raise WorkbenchError(
+            f"{section.where('shuffle')}: random folds need a number of folds (folds = K or "
+            "--folds K), not a fraction or leave-one-out"
+        )
+    if "seed" in section.table and not shuffle:
+        raise WorkbenchError(f"{section.where('seed')}: a seed draws random folds: shuffle = true")
     section.done()
-    return Defaults(tuple(terms) if terms is not None else None, folds, fraction)
+    terms = tuple(terms) if terms is not None else None
+    return Defaults(terms, folds, fraction, shuffle, seed)

@@ -73,8 +73,10 @@ import numpy as np
 from scipy.linalg import block_diag
 
 from workbench import lie
+from workbench.calibration.fitting import compliance
 from workbench.calibration.fitting import fixtures as fx
 from workbench.calibration.fitting import kinematic_kernels as kk
+from workbench.calibration.fitting.compliance import Deflection
 from workbench.calibration.fitting.solver import (
     Normal,
     Solution,
@@ -82,6 +84,7 @@ from workbench.calibration.fitting.solver import (
     identifiable_subspace,
     irls_weights,
     minimise,
+    orthogonal_complement,
     robust_cost,
 )
 from workbench.chain import Chain
@@ -92,7 +95,7 @@ from workbench.lie import Array
 from workbench.recordings.log import Distance, Fixture, Log, Marker
 from workbench.runtime import run_batched
 
-PARAMETERS = ("frames", "offsets", "twists")  # nested: each holds the one before
+PARAMETERS = ("frames", "offsets", "twists", "compliance")  # nested: each holds the one before
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ class KinematicModel:
     reference: Array | None = None  # (n, 6) twists: the nominal's twists
     twist_map: Array | None = None  # (k, 6 n) twists: T above
     fixtures: Array = field(default_factory=lambda: np.zeros((0, 4)))  # (F, 4) fixtures' states
+    compliance: Array = field(default_factory=lambda: np.zeros(0))  # (n,) c_i = 1 / k_i
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ class Linearisation:
     Rw: Array | None = None
     P: Array | None = None
     preferred: int = 0
+    gauge: Array | None = None  # (g, p): steps must satisfy gauge @ step = 0
     free: Array | None = None  # (p, l): the columns of P the steps may take (the gauge held)
 
     @property
@@ -174,7 +179,12 @@ class KinematicProblem:
     fits the device and marker frames only (the nominal kinematics' best
     case), ``offsets`` adds one zero offset per joint (``q_j + o_j``: exactly
     the eta ``A_j o_j`` on every joint and marker after j), ``twists`` moves
-    every joint twist (eq. 6). ``ridge`` >= 0 adds the prior
+    every joint twist (eq. 6), ``compliance`` adds a compliance per joint
+    under gravity (:mod:`workbench.calibration.fitting.compliance`: the kernels see
+    the deflected joint positions and, through ``qdir``, their derivatives;
+    ``payload`` is the log's known payload, ``compliance_start`` the
+    compliances of the start, held by the other candidates, and ``held`` the
+    joints whose compliance stays there). ``ridge`` >= 0 adds the prior
     ``ridge * sum_i s_i^2 c_i^2 / 2`` toward the nominal to the cost, with
     ``c`` the joints' coordinates (:class:`KinematicModel`) and ``s_i`` the
     norm of the data Jacobian's column of ``c_i`` at the nominal: with
@@ -198,6 +208,9 @@ class KinematicProblem:
     fixtures: tuple[Fixture, ...] = ()
     distances: tuple[Distance, ...] = ()
     source: str = "<memory>"
+    payload: tuple[int, Array] | None = None
+    compliance_start: Array | None = None
+    held: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.parameters not in PARAMETERS:
@@ -219,7 +232,8 @@ class KinematicProblem:
         measured = any(m.position is not None or m.rotation is not None for m in markers)
         return cls(
             log.q, markers, log.frame_known or not measured, rotation_weight,
-            fixtures=log.fixtures, distances=log.distances, source=log.source,
+            payload=log.payload, fixtures=log.fixtures, distances=log.distances,
+            source=log.source,
         )  # fmt: skip
 
     def __len__(self) -> int:
@@ -242,12 +256,16 @@ class KinematicProblem:
         n = chain.n
         reference = twist_map = None
         size = {"frames": 0, "offsets": n}.get(self.parameters)
-        if self.parameters == "twists":
+        if self.parameters in ("twists", "compliance"):
             basis = identifiable_eta_basis(chain)[: 6 * n, :-6]
             reference = chain.twists.copy()
             twist_map = np.linalg.pinv(block_diag(*-lie.ad(chain.twists)) @ basis)
             size = basis.shape[1]
-        model = KinematicModel(chain, np.eye(4), placements, np.zeros(size), reference, twist_map)
+        c = np.zeros(n) if self.compliance_start is None else self.compliance_start
+        model = KinematicModel(
+            chain, np.eye(4), placements, np.zeros(size), reference, twist_map,
+            compliance=c.copy(),
+        )  # fmt: skip
         if not self.fixtures:
             return model
         states = fx.start_states(self._kinds, self.fixture_points(model))
@@ -281,23 +299,36 @@ class KinematicProblem:
 
     @property
     def sizes(self) -> tuple[int, int]:
-        """Lengths of the device and marker blocks, after the 6 n joint entries (the fixtures'
-        3 F entries come last)."""
+        """Lengths of the device and marker blocks, after the 6 n joint entries (then the n
+        compliances if estimated, and the fixtures' 3 F entries last: :meth:`width`)."""
         return 0 if self.device_known else 6, 6 * len(self.markers)
 
+    @property
+    def compliant(self) -> bool:
+        """Whether the compliances are estimated: one entry per joint after the markers."""
+        return self.parameters == "compliance"
+
     def width(self, chain: Chain) -> int:
-        """Entries before the fixtures' steps: joints, device, markers."""
+        """Entries before the fixtures' steps: joints (6 n), device, markers, and the n
+        compliances if estimated."""
         d, m = self.sizes
-        return 6 * chain.n + d + m
+        return 6 * chain.n + d + m + (chain.n if self.compliant else 0)
+
+    def step_size(self, chain: Chain) -> int:
+        """All the entries of a step: :meth:`width`, then the fixtures' (3 each)."""
+        return self.width(chain) + fx.STEP * len(self.fixtures)
 
     def retract(self, model: KinematicModel, delta: Array) -> KinematicModel:
-        """Apply a step: eta by ``with_eta`` (eq. 6), device and markers by left motions.
+        """Apply a step: eta by ``with_eta`` (eq. 6), device and markers by left motions,
+        compliances by addition, fixtures by :func:`~workbench.calibration.fitting.fixtures.
+        retract` (the entries in the order of :meth:`width`, then the fixtures').
 
-        Offsets are applied one joint after the other, each moving what comes
-        after it, so that the model stays exactly the nominal with offsets.
+        Offsets move every link by the product of exponentials of the offsets
+        (one chain update), each moving what comes after it, so that the model
+        stays exactly the nominal with offsets.
         """
         n = model.chain.n
-        d, _ = self.sizes
+        d, m = self.sizes
         k = model.coordinates.size
         step = np.zeros(k)
         if self.parameters == "offsets":  # the offsets of the step (delta is in span(P))
@@ -309,14 +340,15 @@ class KinematicProblem:
         if d:
             device = lie.exp_se3(delta[6 * n : 6 * n + 6]) @ device
         w = self.width(model.chain)
-        frames = lie.exp_se3(delta[6 * n + d : w].reshape(-1, 6)) @ model.placements
+        frames = lie.exp_se3(delta[6 * n + d : 6 * n + d + m].reshape(-1, 6)) @ model.placements
         states = fx.retract(self._kinds, model.fixtures, delta[w:])
         coordinates = model.coordinates + step
-        if self.parameters == "twists":
+        if self.parameters in ("twists", "compliance"):
             coordinates = model.twist_map @ (chain.twists - model.reference).ravel()
+        compliance = model.compliance + delta[6 * n + d + m : w] if self.compliant else None
         moved = replace(
             model, chain=chain, device=device, placements=frames, coordinates=coordinates,
-            fixtures=states,
+            compliance=model.compliance if compliance is None else compliance, fixtures=states,
         )  # fmt: skip
         if self.parameters == "offsets":  # q + o: link i moves by L_i = L_parent E_i, E_i =
             chain = moved.chain  # exp(A_i o_i) (the product of exponentials at q = o)
@@ -335,15 +367,18 @@ class KinematicProblem:
         return moved
 
     def prior(self, model: KinematicModel) -> tuple[Array, int]:
-        """Candidate directions (p, d + k + 6 M): device (d), joints (k), markers; d leads.
+        """Candidate directions (p, d + k + 6 M [+ free compliances]): device (d), joints (k),
+        markers, compliances; d leads.
 
         Joints: none (``frames``); per joint j the zero offset, ``A_j`` on the
         eta block of every joint after j and on the frame of every marker
         after j (``offsets``, at the current twists, so that steps add up
         exactly); the twist-changing eta directions at the current twists
-        (``twists``). A marker whose rotation is not measured moves by
-        translations only (its rotation is unseen and stays the nominal's).
-        Then the fixtures' steps, independent like the markers'.
+        (``twists``, ``compliance``). A marker whose rotation is not measured
+        moves by translations only (its rotation is unseen and stays the
+        nominal's). Then the fixtures' steps, independent like the markers',
+        and (``compliance``) one column per compliance not ``held``, whose
+        rows sit between the markers' and the fixtures' (:meth:`width`).
         """
         chain = model.chain
         n = chain.n
@@ -366,14 +401,21 @@ class KinematicProblem:
             placed[6 * n :] = frames
             return np.hstack([placed[:, :d], joints, placed[:, d:]]), d
         joints = np.zeros((6 * n, 0))
-        if self.parameters == "twists":
+        if self.parameters in ("twists", "compliance"):
             joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
         k = joints.shape[1]
         P = np.zeros((6 * n + d + m, k + frames.shape[1]))  # joints, the rest block-diagonal
         P[: 6 * n, :k] = joints
         P[6 * n :, k:] = frames
         order = np.r_[k : k + d, :k, k + d : P.shape[1]]  # device first (preferred)
-        return P[:, order], d
+        P = P[:, order]
+        if self.compliant:  # the compliances' rows after the markers', before the fixtures'
+            first = 6 * n + d + 6 * len(self.markers)
+            free = np.setdiff1d(np.arange(n), self.held)
+            C = np.zeros((P.shape[0] + n, free.size))
+            C[first + free, np.arange(free.size)] = 1.0
+            P = np.hstack([np.insert(P, [first] * n, 0.0, axis=0), C])
+        return P, d
 
     def free(self, model: KinematicModel, P: Array) -> Array | None:
         """Orthonormal columns N (c, l) such that the steps ``P N y`` hold the gauge; None when
@@ -393,10 +435,11 @@ class KinematicProblem:
             return None
         chain, n = model.chain, model.chain.n
         M = len(self.markers)
+        rigid = np.zeros(n if self.compliant else 0)  # the compliances take no part
         held = []
         for xi in np.eye(6):
             steps = fx.gauge_steps(self._kinds, model.fixtures, xi)
-            held.append(np.concatenate([np.tile(xi, n), np.tile(xi, M), steps]))
+            held.append(np.concatenate([np.tile(xi, n), np.tile(xi, M), rigid, steps]))
         if not self.distances:
             ad = -lie.ad(chain.twists)  # (n, 6, 6)
             twist_scale = np.zeros_like(chain.twists)
@@ -407,7 +450,7 @@ class KinematicProblem:
             markers = np.zeros((M, 6))
             markers[:, 3:] = model.placements[:, :3, 3]
             steps = fx.scale_steps(self._kinds, model.fixtures)
-            held.append(np.concatenate([eta, markers.ravel(), steps]))
+            held.append(np.concatenate([eta, markers.ravel(), rigid, steps]))
         effect_held = self._effect(model, np.stack(held, axis=1))
         effect = self._effect(model, P)
         Q = np.linalg.qr(effect_held)[0]
@@ -419,7 +462,7 @@ class KinematicProblem:
     def _effect(self, model: KinematicModel, X: Array) -> Array:
         """Effects of steps X (p, c): twist changes ``-ad_{A_j} eta_j`` (eq. 8), the marker
         frame's motion (of its origin, ``v + omega x t``, when its rotation is not measured),
-        the device's and fixtures' steps as they are."""
+        the device's, compliances' and fixtures' steps as they are."""
         chain = model.chain
         n = chain.n
         d, _ = self.sizes
@@ -432,7 +475,7 @@ class KinematicProblem:
                 t = model.placements[k, :3, 3]
                 block = block[3:] + np.cross(block[:3].T, t).T
             parts.append(block)
-        parts.append(X[self.width(chain) :])
+        parts.append(X[6 * n + d + 6 * len(self.markers) :])  # compliances, fixtures
         return np.concatenate(parts)
 
     def coordinate_jacobian(self, model: KinematicModel, linear: Linearisation) -> Array:
@@ -440,7 +483,7 @@ class KinematicProblem:
         add up (P's joint rows of ``P^+``); for twists ``T (-ad_{A_j})`` per joint (eq. 8)."""
         d, _ = self.sizes
         k = model.coordinates.size
-        if self.parameters != "twists":
+        if self.parameters not in ("twists", "compliance"):
             return linear.coordinates[d : d + k]
         out = np.zeros((k, linear.P.shape[0]))
         n = model.chain.n
@@ -461,12 +504,27 @@ class KinematicProblem:
         """Residuals and triangular factors of ``[J P | r]`` (and with weights) (no dense J)."""
         P, preferred = self.prior(model)
         linear = self._run(model, projection=P, weights=weights, preferred=preferred)
-        return replace(linear, free=self.free(model, P))
+        return replace(linear, gauge=self.gauge(model), free=self.free(model, P))
+
+    def gauge(self, model: KinematicModel) -> Array | None:
+        """With compliance and an unknown device frame, the constraint (6, p) that keeps the
+        base's tilt against gravity the nominal's: steps whose twist changes (``-ad_{A_j}
+        eta_j``, eq. 8) have no part along a common motion of all joints (``-ad_{A_j} xi``,
+        which the device frame absorbs in a rigid model and only gravity would see), else
+        None."""
+        if not self.compliant or self.device_known:
+            return None
+        n = model.chain.n
+        change = -lie.ad(model.chain.twists)  # (n, 6, 6)
+        Q, _ = np.linalg.qr(change.reshape(6 * n, 6))
+        C = np.zeros((6, self.step_size(model.chain)))
+        C[:, : 6 * n] = Q.T @ block_diag(*change)
+        return C
 
     def predict(self, model: KinematicModel) -> list[tuple[Array, Array]]:
         """Per marker: predicted positions (N, 3) and rotations (N, 3, 3) in the device frame."""
         out = []
-        q, twists = _c(self.q), _c(model.chain.twists)
+        q, twists = _c(self.deflected(model).q), _c(model.chain.twists)
         for k, path in enumerate(self._paths(model.chain)):
             T = np.empty((q.shape[0], 4, 4))
             args = (q, twists, path, _c(model.placements[k]), _c(model.device), T)
@@ -489,15 +547,22 @@ class KinematicProblem:
         """
         chain = model.chain
         n, N = chain.n, len(self)
-        d, m = self.sizes
-        p = 6 * n + d + m  # the markers' columns; the fixtures' follow
+        d, _ = self.sizes
+        p = self.width(chain)  # joints, device, markers, compliances; the fixtures' follow
         fold = projection is not None
         if fold:
             proj, lo, hi = _block_projection(projection[:p])
             c = projection.shape[1] + 1
         else:
             proj, lo, hi, c = np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-        q, twists = _c(self.q), _c(chain.twists)
+        moved = self.compliant or np.any(model.compliance != 0.0)
+        bent = self.deflected(model, derivatives=moved and (fold or dense))
+        q, twists = _c(bent.q), _c(chain.twists)
+        qdir = np.zeros((0, 0, 0))
+        if bent.dtau_deta is not None:
+            free = np.ones(n, bool) if self.compliant else np.zeros(n, bool)
+            free[list(self.held)] = False
+            qdir = _c(compliance.joint_directions(bent, model.compliance, p, p - n, free))
         device = _c(model.device)
         jobs = []
         for k, (marker, path) in enumerate(zip(self.markers, self._paths(chain), strict=True)):
@@ -537,14 +602,14 @@ class KinematicProblem:
                 kk.marker_rows(
                     q, twists, path, placement, device, position, rotation,
                     float(self.rotation_weight), dcol, mcol, p, fold, dense, proj, lo, hi, w,
-                    r, J, R, Rw, start, stop,
+                    qdir, r, J, R, Rw, start, stop,
                 )  # fmt: skip
             factors.append((start, R, Rw))
 
         run_batched(chunk, N)
         seen = [np.all(np.isfinite(job[6]), axis=1) for job in jobs]
         r = np.concatenate([job[6][s].ravel() for job, s in zip(jobs, seen, strict=True)])
-        r_fixed, J_fixed = self._fixture_rows(model, fold or dense)
+        r_fixed, J_fixed = self._fixture_rows(model, fold or dense, q, qdir)
         if dense:
             J = np.concatenate(
                 [job[7][s].reshape(-1, p) for job, s in zip(jobs, seen, strict=True)]
@@ -568,10 +633,13 @@ class KinematicProblem:
         r = np.concatenate([r, r_fixed])
         return Linearisation(r, R=R_all, Rw=Rw_all, P=projection, preferred=preferred)
 
-    def _fixture_rows(self, model: KinematicModel, jacobian: bool) -> tuple[Array, Array]:
+    def _fixture_rows(
+        self, model: KinematicModel, jacobian: bool, q: Array, qdir: Array
+    ) -> tuple[Array, Array]:
         """The fixtures' residuals and (with ``jacobian``) rows (:mod:`.fixtures`), from each
         fixture's samples' marker origins and their derivatives (kernel rows of a zero
-        measurement: the prediction itself)."""
+        measurement: the prediction itself), at the joint positions ``q`` (N, n) the markers
+        see and their directions ``qdir`` (:meth:`_run`)."""
         if not self.fixtures:
             return np.zeros(0), np.zeros((0, 0))
         chain = model.chain
@@ -584,14 +652,15 @@ class KinematicProblem:
         paths = self._paths(chain)
         for fixture in self.fixtures:
             k = self._marker_index[fixture.marker]
-            q = _c(self.q[fixture.rows])
-            Nf = q.shape[0]
+            qf = _c(q[fixture.rows])
+            qdir_f = _c(qdir[fixture.rows]) if qdir.shape[0] else qdir
+            Nf = qf.shape[0]
             out = np.empty((Nf, 3))
             J = np.zeros((Nf, 3, p)) if jacobian else empty3
             kk.marker_rows(
-                q, twists, paths[k], _c(model.placements[k]), device, np.zeros((Nf, 3)),
+                qf, twists, paths[k], _c(model.placements[k]), device, np.zeros((Nf, 3)),
                 np.zeros((0, 3, 3)), 1.0, 6 * n if d else -1, 6 * n + d + 6 * k, p, False,
-                jacobian, empty2, index, index, empty2, out, J, empty2, empty2, 0, Nf,
+                jacobian, empty2, index, index, empty2, qdir_f, out, J, empty2, empty2, 0, Nf,
             )  # fmt: skip
             points.append(out)
             jacobians.append(J)
@@ -600,6 +669,14 @@ class KinematicProblem:
             self._distance_index, p,
         )  # fmt: skip
         return r, (J if jacobian else np.zeros((0, 0)))
+
+    def deflected(self, model: KinematicModel, derivatives: bool = False) -> Deflection:
+        """The joint positions the markers see: the log's, deflected by the model's
+        compliances under gravity (:func:`workbench.calibration.fitting.compliance.deflection`)."""
+        if not (derivatives or np.any(model.compliance != 0.0)):
+            return Deflection(self.q, np.zeros_like(self.q), None)
+        chain = compliance.loaded(model.chain, self.payload)
+        return compliance.deflection(chain, self.q, model.compliance, derivatives)
 
     def _paths(self, chain: Chain) -> tuple[np.ndarray, ...]:
         """Per marker, the joints from the base to its link (cached per chain topology)."""
@@ -675,7 +752,7 @@ class KinematicFit:
     model: KinematicModel
     eta: Array  # (6(n+1),) nominal.with_eta(eta) == chain
     eta_std: Array  # (6(n+1),) first-order standard deviations (0 outside the subspace)
-    covariance: Array  # (p, p) of the parameter steps: joints, device, markers
+    covariance: Array  # (p, p) of the steps: joints, device, markers, compliances, fixtures
     subspace: Subspace  # identifiable directions at the nominal
     solution: Solution
     rotation_weight: float
@@ -683,6 +760,7 @@ class KinematicFit:
     ridge: float = 0.0
     prior_weight: Array | None = None  # (k,) ridge * s_i^2: the prior is sum w_i c_i^2 / 2
     source: str = "<memory>"  # the log fitted (its fixtures' states belong to it)
+    held: tuple[int, ...] = ()  # joints whose compliance was held rigid (_solve_physical)
 
 
 def calibrate_kinematic(
@@ -710,13 +788,53 @@ def calibrate_kinematic(
     """
     weight = 1.0 if rotation_weight is None else rotation_weight
     problem = replace(problem, rotation_weight=weight)
-    fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress, frames)
+    fit = _solve_physical(
+        chain, problem, loss, f_scale, rtol, max_iterations, progress, frames=frames
+    )
     if rotation_weight is None and problem.has_rotation and len(problem) > 1:
         estimated = _rotation_weight(problem, fit.model)
         if estimated is not None:
             problem = replace(problem, rotation_weight=estimated)
-            fit = _solve(chain, problem, loss, f_scale, rtol, max_iterations, progress)
+            fit = _solve_physical(chain, problem, loss, f_scale, rtol, max_iterations, progress)
     return fit
+
+
+SIGNIFICANT = 2.0  # a compliance below this many standard deviations is held rigid
+
+
+def _solve_physical(chain, problem, *args, frames=None) -> KinematicFit:
+    """:func:`_solve`, with only compliances the data tell from zero: a joint whose estimate
+    is below :data:`SIGNIFICANT` standard deviations (negative ones included: no spring) is
+    held rigid (``held``, c = 0) and the rest refitted, until every free one is significant
+    (an active set, warm-started); joints that carry no gravity in the log
+    (:func:`~workbench.calibration.fitting.compliance.loaded_joints`) are rigid from the start.
+    When none is left, the fit is the rigid one (``twists``, the same numbers as that
+    candidate's). ``frames``: as for :func:`calibrate_kinematic`."""
+    if problem.compliant:
+        carried = compliance.loaded_joints(compliance.loaded(chain, problem.payload), problem.q)
+        unloaded = np.flatnonzero(~carried).tolist()
+        problem = replace(problem, held=tuple(sorted({*problem.held, *unloaded})))
+        if len(problem.held) == chain.n:
+            twists = replace(problem, parameters="twists", held=())
+            return _solve(chain, twists, *args, frames=frames)
+    fit = _solve(chain, problem, *args, frames=frames)
+    while problem.compliant:
+        first = 6 * chain.n + sum(problem.sizes)  # the compliances' entries (then fixtures')
+        c = fit.model.compliance
+        std = np.sqrt(np.clip(np.diag(fit.covariance)[first : first + chain.n], 0.0, None))
+        weak = np.setdiff1d(np.flatnonzero(c < SIGNIFICANT * std), problem.held)
+        weak = np.union1d(weak, np.setdiff1d(np.flatnonzero(c < 0.0), problem.held))
+        if weak.size == 0:
+            break
+        start = c.copy()
+        start[weak] = 0.0
+        held = tuple(sorted({*problem.held, *weak.tolist()}))
+        if len(held) == chain.n:
+            rigid = replace(problem, parameters="twists", compliance_start=None, held=())
+            return _solve(chain, rigid, *args, frames=frames)
+        problem = replace(problem, compliance_start=start, held=held)
+        fit = _solve(chain, problem, *args, initial=replace(fit.model, compliance=start))
+    return replace(fit, held=problem.held)
 
 
 def _rotation_weight(problem: KinematicProblem, model: KinematicModel) -> float | None:
@@ -761,10 +879,10 @@ def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> 
 
 
 def _solve(
-    chain, problem, loss, f_scale, rtol, max_iterations, progress, frames=None
+    chain, problem, loss, f_scale, rtol, max_iterations, progress, frames=None, initial=None
 ) -> KinematicFit:
-    start = problem.start(chain)
-    if problem.parameters != "frames":  # the joints move from the frames' best fit on
+    start = problem.start(chain) if initial is None else initial
+    if problem.parameters != "frames" and initial is None:  # from the frames' best fit on
         frames = frames or _solve(
             chain, replace(problem, parameters="frames", ridge=0.0), loss, f_scale, rtol,
             max_iterations, progress,
@@ -793,9 +911,16 @@ def _solve(
         return robust_cost(r[:-k], loss, f_scale) + 0.5 * float(np.sum(np.square(r[-k:])))
 
     def subspace(linear: Linearisation) -> Subspace:
-        """The identifiable directions at the linearised model (its prior, device preferred)."""
+        """The identifiable directions at the linearised model (its prior, device preferred),
+        within its gauge (:meth:`KinematicProblem.gauge`)."""
         J = linear.jacobian_factor
-        return identifiable_subspace(J, linear.candidates, rtol=rtol, preferred=linear.preferred)
+        found = identifiable_subspace(J, linear.candidates, rtol=rtol, preferred=linear.preferred)
+        if linear.gauge is None:
+            return found
+        _, s, Vt = np.linalg.svd(linear.gauge @ found.basis)
+        keep = Vt[int(np.sum(s > 1e-9 * max(s[0], 1e-300))) :].T
+        basis = found.basis @ keep
+        return replace(found, basis=basis, unseen=lambda: orthogonal_complement(basis))
 
     linearisations: list[Linearisation] = []
 
@@ -823,7 +948,7 @@ def _solve(
     )  # fmt: skip
     nominal_subspace = subspace(linearisations[0])
     model = solution.model
-    if not problem.device_known:
+    if not problem.device_known and linearisations[0].gauge is None:  # gauge: base held
         model = _align_base(model, chain)
     model = replace(model, chain=model.chain.with_frames_near(chain))
     calibrated = model.chain

@@ -179,10 +179,31 @@ def _rotation_block(Jinv, RY, rows, row, col, sign):
             )
 
 
+@leaf
+def _joint_motion(RY, pY, p, A, Jinv, has_position, has_rotation, out):
+    """out = d r / d q_j: ``(p_Y - p) x R_Y w + R_Y v`` (position), then ``Jinv R_Y w``
+    (rotation, Jinv already weighted), for the twist A = (w, v) of a joint at Y."""
+    w0 = RY[0, 0] * A[0] + RY[0, 1] * A[1] + RY[0, 2] * A[2]
+    w1 = RY[1, 0] * A[0] + RY[1, 1] * A[1] + RY[1, 2] * A[2]
+    w2 = RY[2, 0] * A[0] + RY[2, 1] * A[1] + RY[2, 2] * A[2]
+    row = 0
+    if has_position:
+        d0, d1, d2 = pY[0] - p[0], pY[1] - p[1], pY[2] - p[2]
+        for r in range(3):
+            out[r] = RY[r, 0] * A[3] + RY[r, 1] * A[4] + RY[r, 2] * A[5]
+        out[0] += d1 * w2 - d2 * w1
+        out[1] += d2 * w0 - d0 * w2
+        out[2] += d0 * w1 - d1 * w0
+        row = 3
+    if has_rotation:
+        for r in range(3):
+            out[row + r] = Jinv[r, 0] * w0 + Jinv[r, 1] * w1 + Jinv[r, 2] * w2
+
+
 @jit
 def marker_rows(
     q, twists, path, placement, device, position, rotation, rotation_weight,
-    device_col, marker_col, p, fold, dense, proj, lo, hi, sqrt_w, r_out, J_out, R, Rw,
+    device_col, marker_col, p, fold, dense, proj, lo, hi, sqrt_w, qdir, r_out, J_out, R, Rw,
     start, stop,
 ):  # fmt: skip
     """Residuals of one marker for samples ``start:stop`` and, optionally, their Jacobian rows.
@@ -196,9 +217,16 @@ def marker_rows(
     ``sqrt(w) [J P | r]`` into Rw when ``sqrt_w`` (N, k) has rows. P =
     ``proj`` (p, c - 1): the rows of 6-block b map into columns
     ``lo[b]:hi[b]`` (zero elsewhere; blocks may share columns, e.g. a joint
-    offset moves several joints and markers).
+    offset moves several joints and markers); rows of P past the last whole
+    6-block (e.g. one compliance per joint) map into every column.
+    ``qdir`` (N, n, p), when it has rows, says how the joint positions ``q``
+    move with each parameter in that sample (the joint compliance of
+    :mod:`workbench.calibration.fitting.compliance`): the rows get ``(d r / d q)
+    qdir[n]`` on top, with ``d r / d q_j`` the marker's motion by joint j's
+    spatial twist ``Ad_{Y_a} A_j`` (j at path position a).
     """
     K = path.shape[0]
+    moved = qdir.shape[0] > 0
     has_position = position.shape[0] > 0
     has_rotation = rotation.shape[0] > 0
     k = r_out.shape[1]
@@ -215,6 +243,7 @@ def marker_rows(
     rot = np.empty(3)
     Jinv = np.zeros((3, 3))
     res = np.empty(6)
+    drdq = np.empty(6)
     rows = np.zeros((6, p + 1))
     Bt = np.empty((c, BLOCK))
     Bwt = np.empty((c if weighted else 0, BLOCK))
@@ -299,6 +328,14 @@ def marker_rows(
                 for r in range(3):
                     for cc in range(3):
                         rows[rrow + r, device_col + cc] = Jinv[r, cc]
+        if moved:
+            for a in range(K):
+                _joint_motion(YR[a], Yp[a], Tp, twists[path[a]], Jinv, has_position,
+                              has_rotation, drdq)  # fmt: skip
+                j = path[a]
+                for r in range(k):
+                    for cc in range(p):
+                        rows[r, cc] += drdq[r] * qdir[n, j, cc]
         if dense:
             for r in range(k):
                 for cc in range(p):
@@ -318,6 +355,10 @@ def marker_rows(
                         for i in range(6 * b, 6 * b + 6):
                             acc += rows[r, i] * proj[i, t]
                         Bt[t, filled + r] += acc
+                for i in range(6 * blocks, p):
+                    if rows[r, i] != 0.0:
+                        for t in range(c - 1):
+                            Bt[t, filled + r] += rows[r, i] * proj[i, t]
                 Bt[c - 1, filled + r] = rows[r, p]
                 if weighted:
                     w = sqrt_w[n, r]

@@ -71,7 +71,7 @@ def identifiable_subspace(
         X = np.linalg.qr(X, mode="r")
     _, s, Vt = np.linalg.svd(X, full_matrices=False)
     if Vt.shape[0] < Vt.shape[1]:  # fewer residuals than candidate directions
-        Vt = np.vstack([Vt, _orthogonal_complement(Vt.T).T])
+        Vt = np.vstack([Vt, orthogonal_complement(Vt.T).T])
         s = np.concatenate([s, np.zeros(Vt.shape[0] - s.shape[0])])
     if rank is None:
         rank = int(np.sum(s > rtol * s[0]))
@@ -81,7 +81,7 @@ def identifiable_subspace(
     def unseen() -> Array:  # inside prior (small singular values) and outside prior
         inside = prior @ V[:, rank:]
         inside = inside / np.linalg.norm(inside, axis=0)
-        return np.hstack([inside, _orthogonal_complement(np.linalg.qr(prior)[0])])
+        return np.hstack([inside, orthogonal_complement(np.linalg.qr(prior)[0])])
 
     cond = float(s[0] / s[rank - 1]) if rank > 0 else np.inf
     return Subspace(basis, unseen, s, cond)
@@ -100,11 +100,12 @@ def _preferred_subspace(
     basis = np.hstack([first.basis, second.basis])
     X = J @ basis
     s = np.linalg.svd(X / np.linalg.norm(X, axis=0), compute_uv=False)
-    unseen = lambda: _orthogonal_complement(np.linalg.qr(basis)[0])  # noqa: E731
+    unseen = lambda: orthogonal_complement(np.linalg.qr(basis)[0])  # noqa: E731
     return Subspace(basis, unseen, s, float(s[0] / s[-1]))
 
 
-def _orthogonal_complement(Q: Array) -> Array:
+def orthogonal_complement(Q: Array) -> Array:
+    """Orthonormal columns spanning the complement of the column space of ``Q``."""
     U, s, _ = np.linalg.svd(Q, full_matrices=True)
     return U[:, int(np.sum(s > 1e-9)) :]
 

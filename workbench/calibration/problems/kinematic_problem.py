@@ -2,8 +2,12 @@
 
 Its blocks are rows of the log's poses (:class:`~workbench.calibration.problems.problem.
 SampleBlocks`); its candidates are nested (:class:`Candidate`: ``frames``,
-``offsets``, ``twists``, each with a ridge toward the nominal), chosen by the
-held-out folds (:mod:`workbench.calibration.selection.selection`); the fit is
+``offsets``, ``twists``, ``compliance`` (twists and a compliance per joint
+under gravity, :mod:`workbench.calibration.fitting.compliance`), each with a
+ridge toward the nominal), chosen by the held-out folds
+(:mod:`workbench.calibration.selection.selection`: ``compliance``, tried on
+the ridge of the best twists only, must also beat the ``twists`` of that
+ridge); the fit is
 :func:`workbench.calibration.fitting.kinematic.calibrate_kinematic`.
 """
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from workbench import lie
 from workbench.calibration.fitting import fixtures as fx
+from workbench.calibration.fitting.compliance import stiffness
 from workbench.calibration.fitting.kinematic import (
     PARAMETERS,
     KinematicProblem,
@@ -27,6 +32,7 @@ from workbench.calibration.problems.problem import Options, Residuals, SampleBlo
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.eta import twist_covariance
+from workbench.identification.drives import Drives, drive_file_text, stiffness_names
 from workbench.lie import Array
 from workbench.recordings.log import Log
 
@@ -48,7 +54,8 @@ class Candidate:
 
 def kinematic_candidates(parameters: str) -> tuple[Candidate, ...]:
     """The candidates of ``--parameters``: ``frames`` first (the nominal), then one forced
-    structure, or (``auto``) offsets and twists with every ridge of :data:`RIDGES`."""
+    structure, or (``auto``) offsets, twists and compliance with every ridge of
+    :data:`RIDGES`."""
     if parameters == "auto":
         chosen = [Candidate(p, r) for p in PARAMETERS[1:] for r in RIDGES]
     elif parameters in PARAMETERS:
@@ -123,10 +130,33 @@ class KinematicCalibrationProblem(SampleBlocks):
             points = np.concatenate(self.problem.fixture_points(start))
             self.reach = float(np.sqrt(np.mean(np.sum(points**2, axis=1))))
 
-    def _calibrate(self, problem: KinematicProblem, rotation_weight: float | None, frames=None):
+    def extends(self, candidate: Candidate) -> Candidate | None:
+        """The candidate ``candidate`` adds parameters to, which it must also beat by more than
+        chance to be kept (:func:`~workbench.calibration.selection.select`): compliance on
+        the twists of the same ridge."""
+        if candidate.parameters != "compliance":
+            return None
+        return Candidate("twists", candidate.ridge)
+
+    def screen(self, score, beats) -> None:
+        """Compliance only on the ridge of the best twists (lowest held-out relative RMS, by
+        ``score``), so that one compliance candidate is cross-validated, not one per ridge."""
+        twists = [c for c in self.candidates if c.parameters == "twists"]
+        compliant = [c for c in self.candidates if c.parameters == "compliance"]
+        if len(compliant) > 1 and twists:
+            best = min(twists, key=lambda c: score(c).relative_rms)
+            rigid = tuple(c for c in self.candidates if c.parameters != "compliance")
+            self.candidates = (*rigid, Candidate("compliance", best.ridge))
+
+    def _calibrate(
+        self, problem: KinematicProblem, rotation_weight: float | None, frames=None,
+        chain: Chain | None = None,
+    ):  # fmt: skip
+        """Fit ``problem`` from ``chain`` (default: the nominal), its joints from ``frames``
+        (the ``frames`` fit on the same rows, else fitted first)."""
         o = self.options
         return calibrate_kinematic(
-            self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
+            chain or self.nominal, problem, loss=o.loss, f_scale=o.f_scale or 1e-3,
             rotation_weight=rotation_weight, progress=o.progress, frames=frames,
         )  # fmt: skip
 
@@ -152,6 +182,23 @@ class KinematicCalibrationProblem(SampleBlocks):
     def baseline(self, rows: np.ndarray | None):
         """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
         return self.fit(rows, self.nominal_candidate)
+
+    def refit_frames(self, fit, rows: np.ndarray):
+        """``fit``'s joints (twists and compliances, from another log) held, the device frame
+        (when unknown in this log) and the marker frames fitted on ``rows`` of this log: how a
+        calibration is scored on a session whose measuring frames moved."""
+        problem = replace(
+            self.problem.subset(rows), parameters="frames", compliance_start=fit.model.compliance
+        )
+        return self._calibrate(problem, self.rotation_weight, chain=fit.chain)
+
+    def refitted_frames(self, where: str) -> dict[str, Any]:
+        """Which measuring frames the scores of this log refit, and ``where``."""
+        device = "known: the robot's base frame" if self.problem.device_known else where
+        return {
+            "device_frame": device,
+            "marker_frames": {m.name: where for m in self.problem.markers},
+        }
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         problem = self.problem.subset(rows)
@@ -279,7 +326,8 @@ class KinematicCalibrationProblem(SampleBlocks):
         return {"relative_rms": float(np.sqrt(error2 / spread2)), **figures, "markers": per_marker}
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
-        """eta per joint, device and marker frames (log of their poses), with relative stds:
+        """eta per joint, device and marker frames (log of their poses), compliances and
+        fixtures, with relative stds:
         0 (fixed) for those the fit did not move (outside its directions, e.g. every joint's
         for the ``frames`` candidate)."""
         chain, n = self.nominal, self.nominal.n
@@ -306,7 +354,12 @@ class KinematicCalibrationProblem(SampleBlocks):
                         relative_std(std[base + c], xi[c]),
                     )
                 )
-        width = self.problem.width(self.nominal)
+        if fit.parameters == "compliance":
+            first = 6 * n + d + 6 * len(self.problem.markers)
+            for k, name in enumerate(chain.joint_names):
+                value = float(fit.model.compliance[k])
+                rows.append((f"compliance_{name}", value, relative_std(std[first + k], value)))
+        width = replace(self.problem, parameters=fit.parameters).width(self.nominal)
         for f, fixture in enumerate(self.problem.fixtures):
             state, col = fit.model.fixtures[f], width + fx.STEP * f
             cov = fit.covariance[col : col + fx.STEP, col : col + fx.STEP]
@@ -314,8 +367,8 @@ class KinematicCalibrationProblem(SampleBlocks):
                 values, stds = state[:3], np.sqrt(np.clip(np.diag(cov), 0.0, None))
                 names = ("x", "y", "z")
             else:  # dn = a (t1 x n) + b (t2 x n): the normal's covariance from the step's
-                n = state[:3]
-                D = np.cross(fx.tangent_basis(n), n).T
+                normal = state[:3]
+                D = np.cross(fx.tangent_basis(normal), normal).T
                 cov_n = D @ cov[:2, :2] @ D.T
                 values = state
                 stds = np.sqrt(np.clip([*np.diag(cov_n), cov[2, 2]], 0.0, None))
@@ -344,7 +397,24 @@ class KinematicCalibrationProblem(SampleBlocks):
         return {}
 
     def files(self, fit) -> dict[str, str]:
-        return {}
+        """With compliant joints, ``calibrated.drives.toml``: their stiffnesses ``k<j>`` (a
+        drive file without torque terms, :func:`~workbench.calibration.drives.stiffness_names`),
+        which ``workbench export`` writes as MuJoCo joint stiffness."""
+        entry = self._compliance(fit).get("compliance")
+        if entry is None or all(j["stiffness"] is None for j in entry["joints"].values()):
+            return {}
+        names = stiffness_names(self.nominal.n)
+        springs = {
+            names[k]: (j["stiffness"], j["stiffness_std"])
+            for k, j in enumerate(entry["joints"].values())
+            if j["stiffness"] is not None
+        }
+        note = "joint stiffnesses of a kinematic calibration with compliance under gravity"
+        return {
+            "calibrated.drives.toml": drive_file_text(
+                Drives(self.nominal.n, ()), np.zeros(0), note=note, stiffness=springs
+            )
+        }
 
     def summary(self, fit) -> dict[str, Any]:
         cov_twist = twist_covariance(fit.chain, fit.covariance)
@@ -371,6 +441,7 @@ class KinematicCalibrationProblem(SampleBlocks):
             "twists": fit.chain.twists.tolist(),
             "twist_std": np.sqrt(np.einsum("nii->ni", cov_twist)).tolist(),
             "tool_position": fit.chain.tool_frame[:3, 3].tolist(),
+            **self._compliance(fit),
             **eta_entries(
                 fit.eta, fit.eta_std, fit.subspace.null[: 6 * (self.nominal.n + 1)], self.nominal
             ),
@@ -416,6 +487,31 @@ class KinematicCalibrationProblem(SampleBlocks):
                 "frame": "fixture points and planes in the measuring device's frame (the base "
                          "frame when it is known or nothing is measured)"}  # fmt: skip
 
+    def _compliance(self, fit) -> dict[str, Any]:
+        """The ``compliance`` entry: per joint its compliance and stiffness with standard
+        deviations (:func:`~workbench.calibration.fitting.compliance.stiffness`), when fitted."""
+        if fit.parameters != "compliance":
+            return {}
+        chain = self.nominal
+        d, m = self.problem.sizes
+        first = 6 * chain.n + d + m
+        last = first + chain.n  # the compliances' entries (the fixtures' follow)
+        std = np.sqrt(np.clip(np.diag(fit.covariance)[first:last], 0.0, None))
+        seen = np.linalg.norm(fit.solution.S[first:last], axis=1) > 1e-9
+        joints = {}
+        for k, name in enumerate(chain.joint_names):
+            entry = stiffness(fit.model.compliance[k], std[k], chain.joint_kinds[k])
+            entry["estimated"] = bool(seen[k])
+            entry["held_rigid"] = k in fit.held
+            joints[name] = entry
+        return {
+            "compliance": {
+                "model": _COMPLIANCE,
+                "payload": self.problem.payload is not None,
+                "joints": joints,
+            }
+        }
+
 
 def _marker_entry(chain: Chain, frame: str, k: int, fit) -> dict[str, Any]:
     """A marker's calibrated placement relative to the frame its frame hangs from (for a
@@ -441,11 +537,23 @@ def _marker_entry(chain: Chain, frame: str, k: int, fit) -> dict[str, Any]:
     }
 
 
+_COMPLIANCE = (
+    "q_link = q - c tau_g(q): each joint sags by its compliance c = 1/k times the model's "
+    "gravity torque (inverse dynamics at zero velocity and acceleration, with the log's "
+    "payload) at the logged position; a joint whose compliance the data do not tell from zero "
+    "(below two standard deviations, or negative: no spring), or that carries no gravity in "
+    "the log (its largest torque below 2 % of the largest joint's), is held rigid "
+    "('held_rigid'), "
+    "'estimated' false where the compliance is not fitted (held, or unseen: a joint that "
+    "carries no gravity torque), stiffness null when rigid"
+)
+
 _COORDINATES = {
     "frames": "none: the joints are as loaded",
     "offsets": "joint zero offsets o (q + o), rad for revolute and m for prismatic joints",
     "twists": "the joints' move from the nominal in its twist-changing eta directions "
     "(identifiable_eta_basis of the nominal), rad and m",
+    "compliance": "as for twists (the compliances are in 'compliance')",
 }
 
 

@@ -112,6 +112,30 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
                 f"{_figure(held['calibrated']['orientation_rms_rad'])}",
             )
         )
+    for log, frames in held.get("frames_refitted", {}).items():
+        markers = "; ".join(f"{k}: {v}" for k, v in frames["marker_frames"].items())
+        rows.append(
+            (
+                f"frames refitted ({log.replace('_', ' ')})",
+                f"device frame: {frames['device_frame']}; marker frames: {markers}",
+            )
+        )
+    for joint, entry in summary.get("compliance", {}).get("joints", {}).items():
+        value = (
+            "rigid"
+            if entry["stiffness"] is None
+            else (
+                f"stiffness {_figure(entry['stiffness'])} +- {_figure(entry['stiffness_std'])} "
+                f"{entry['stiffness_unit']}"
+            )
+        )
+        rows.append(
+            (
+                f"{joint}: compliance [{entry['compliance_unit']}]",
+                f"{_figure(entry['compliance'])} +- {_figure(entry['compliance_std'])} ({value}"
+                f"{'' if entry['estimated'] else ', not seen by the data'})",
+            )
+        )
     joints = summary.get("units", {}).get("joints", {})
     for joint, relative in held["calibrated"].get("relative_rms_per_joint", {}).items():
         rows.append(

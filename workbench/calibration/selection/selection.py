@@ -15,6 +15,11 @@ rule:
     minus the candidate's, paired on the same samples); if none does, keep
     the nominal.
 
+A candidate that only adds parameters to another (``problem.extends(c)``:
+the kinematic kind's ``compliance`` on top of ``twists``) must also beat
+that one by more than one standard error: what the extra parameters buy is
+tested, not only the whole.
+
 So the kept model never predicts the held-out samples worse than the
 nominal on these folds, and a calibration that only fits noise (better by
 chance on these samples, e.g. a heavily ridged one that is the nominal in
@@ -116,7 +121,8 @@ class Selection:
 RULE = (
     "the lowest held-out relative RMS over the folds among the candidates that beat the nominal "
     "by more than one standard error of the mean per-sample difference of held-out squared "
-    "errors (paired); the nominal when none does"
+    "errors (paired), and, for a candidate that adds parameters to another (compliance on "
+    "twists), beat that one too; the nominal when none does"
 )
 
 
@@ -170,7 +176,12 @@ def select(
     else:
         nominal = next(s for s in scores if s.candidate == problem.nominal_candidate)
     improvements = tuple(beats(score, nominal, problem) for score in scores)
-    better = [s for s, (b, _, _) in zip(scores, improvements, strict=True) if b]
+    extends = getattr(problem, "extends", lambda c: None)
+    better = [
+        s
+        for s, (b, _, _) in zip(scores, improvements, strict=True)
+        if b and (extends(s.candidate) is None or beats(s, score(extends(s.candidate)), problem)[0])
+    ]
     kept = min(better, key=lambda s: s.relative_rms) if better else nominal
     if forced:
         kept = scores[-1]

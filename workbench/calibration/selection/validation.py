@@ -7,8 +7,13 @@ Schemes (samples are ordered in time; ``t`` their times):
 * :class:`Folds`: ``k`` contiguous blocks of equal time span (blocked
   cross-validation): every block is predicted by a fit on the others, so
   every sample is held out once; ``k`` equal to the number of samples is
-  leave-one-out (static poses);
-* a second log (the caller fits on one log and predicts the other).
+  leave-one-out (static poses); ``shuffle``: ``k`` folds of random samples
+  instead (a permutation from ``seed``, fold sizes differing by one at
+  most), for static poses logged in an order that drifts (one region of the
+  workspace after the other), not for time series, whose neighbours share
+  their noise;
+* a second log (the caller fits on one log and predicts the other, scored
+  by the second log's own folds: :func:`second_log_validation`).
 
 The figure of merit is the relative RMS of the held-out error,
 ``sqrt(sum (prediction - measurement)^2) / sqrt(sum measurement^2)`` over
@@ -54,9 +59,12 @@ class EndSplit:
 
 @dataclass(frozen=True)
 class Folds:
-    """``k`` contiguous blocks of equal time span; ``k = -1``: one sample per fold."""
+    """``k`` contiguous blocks of equal time span, or (``shuffle``) of random samples drawn
+    with ``seed``; ``k = -1``: one sample per fold."""
 
     k: int
+    shuffle: bool = False
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer):
@@ -68,6 +76,8 @@ class Folds:
     def label(self) -> str:
         if self.k == -1:
             return "leave-one-out cross-validation"
+        if self.shuffle:
+            return f"cross-validation, {self.k} folds of random samples (seed {self.seed})"
         return f"blocked cross-validation, {self.k} contiguous folds"
 
     def splits(self, t: Array) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -76,6 +86,11 @@ class Folds:
             raise WorkbenchError(f"{k} folds need at least {k} samples, the log has {t.size}")
         if self.k == -1:
             fold = np.arange(t.size)
+        elif self.shuffle:
+            fold = np.empty(t.size, np.int64)
+            fold[np.random.default_rng(self.seed).permutation(t.size)] = (
+                np.arange(t.size) * k // t.size
+            )
         else:
             start, span = _span(t)
             fold = np.minimum((k * (t - start) / span).astype(np.int64), k - 1)
@@ -90,8 +105,23 @@ class Folds:
 def default_validation(log: Any) -> EndSplit | Folds:
     """The scheme a log's description asks for (``log.defaults``), else the last 20 % held out."""
     if log.defaults.folds:
-        return Folds(log.defaults.folds)
+        return Folds(log.defaults.folds, log.defaults.shuffle, log.defaults.seed)
     return EndSplit(log.defaults.validation or 0.2)
+
+
+SECOND_LOG_FOLDS = 5  # folds of a second log whose description asks for none
+
+
+def second_log_validation(log: Any) -> EndSplit | Folds:
+    """How a second (validation) log is split when what the model needs from each session is
+    refitted on it (the device and marker frames): its description's scheme, else
+    :data:`SECOND_LOG_FOLDS` folds (leave-one-out for fewer samples), so that every sample
+    is scored by frames fitted without it."""
+    if log.defaults.folds or log.defaults.validation:
+        return default_validation(log)
+    if len(log) < 2 * SECOND_LOG_FOLDS:
+        return Folds(-1)
+    return Folds(SECOND_LOG_FOLDS, log.defaults.shuffle, log.defaults.seed)
 
 
 def _span(t: Array) -> tuple[float, float]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from workbench import inertia, lie
+from workbench.calibration.fitting.compliance import with_payload
 from workbench.calibration.problems.kinds import kind as calibration_kind
 from workbench.calibration.simulation.trajectories import exciting_trajectory
 from workbench.chain import Chain
@@ -189,13 +190,6 @@ def _true_torques(
         tau += (d.stribeck * shape + d.load_friction * np.abs(rigid)) * sign
         tau += (d.viscous_temperature * dq + d.coulomb_temperature * sign) * deviation
     return tau
-
-
-def with_payload(chain: Chain, link: int, phi: Array) -> Chain:
-    """``chain`` with a body phi (in link ``link``'s joint frame, project order) fixed to it."""
-    inertias = chain.inertias.copy()
-    inertias[link] += inertia.matrix_from_phi(inertia.moved_phi(phi, chain.joint_frames[link]))
-    return replace(chain, inertias=inertias)
 
 
 def quantized(q: Array, resolution: float, rng: np.random.Generator) -> Array:
