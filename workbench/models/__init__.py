@@ -42,6 +42,7 @@ _NAMES: dict[str, str | None] = {
     "MODELS": "catalog",
     "load": "catalog",
     "load_pinocchio": "catalog",
+    "movable_joints": "catalog",
     "package_dirs": "catalog",
     "urdf_path": "catalog",
     "from_pinocchio": "pinocchio_conversion",
