@@ -115,9 +115,9 @@ def calibrate(
         raise WorkbenchError(f"calibrate: the model is {type(chain).__name__}, not a Chain")
     if not isinstance(options, Options):
         raise WorkbenchError(f"calibrate: options is {type(options).__name__}, not Options")
-    if not isinstance(validation, EndSplit | Folds | Log | None):
+    if not isinstance(validation, EndSplit | Folds | Log | ChunkedLog | None):
         raise WorkbenchError(
-            f"calibrate: validation is {type(validation).__name__}, not EndSplit, Folds or a Log"
+            f"calibrate: validation is {type(validation).__name__}, not EndSplit, Folds or a log"
         )
     n = chain.n if isinstance(chain, Chain) else None  # a closed chain's log: its motors
     if not isinstance(log, ChunkedLog):
@@ -165,6 +165,7 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
     bar.set_description(f"{kind_name} calibration: validation fits")
     forced = options.parameters if options.parameters != "auto" else None
     selection = select(problem, folds, bar.update, forced=forced)
+    bar.total = bar.n + 1  # candidates tried on the best one's ridge only skip fits: the full fit
     if len(problem.candidates) > 1 and options.progress:
         print(selection_table(selection), file=sys.stderr)
     bar.set_description(f"{kind_name} calibration: fitting {problem.samples} samples")
