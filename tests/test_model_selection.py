@@ -135,6 +135,7 @@ def ur10_run(tmp_path_factory):
     return json.loads((out / "summary.json").read_text())
 
 
+@pytest.mark.slow  # 40 s: the UR10e leave-one-out selection with every candidate
 def test_ur10_auto_is_the_best_candidate(ur10_run):
     held = ur10_run["heldout"]
     assert held["scheme"] == "leave-one-out cross-validation" and held["samples"] == 23

@@ -95,6 +95,7 @@ def test_a_goal_beyond_the_reach_is_refused_before_any_solve(tmp_path, capsys):
     assert "beyond the 2.88 rad" in err[0]  # acos(w1 . w2) + acos(w2 . w3) = 75 + 90 deg
 
 
+@pytest.mark.slow  # 15-20 s per chain: a 25-point grid of reach solves
 @pytest.mark.parametrize("model", ["fivebar", "planar_fivebar", "fourbar"])
 def test_the_reach_bound_holds_and_is_tight_over_the_workspace(model):
     """Every closed configuration on a grid of motor values keeps the tool within the bound,

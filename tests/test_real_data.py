@@ -109,6 +109,7 @@ def test_tx40_outputs_read_back(tx40_run):
         assert (tx40_run / name).stat().st_size > 10_000
 
 
+@pytest.mark.slow  # 35 s: the UR10e leave-one-out calibration through the command
 def test_ur10_leave_one_out_beats_the_nominal_kinematics(tmp_path):
     out = tmp_path / "out"
     args = ["calibrate", "--model", "ur10e", "--log", str(UR10 / "calibration.toml")]
