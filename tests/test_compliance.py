@@ -26,6 +26,7 @@ from workbench.calibration.selection.selection import select
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.recordings.log import Distance, Fixture, Marker
+from workbench.testing import central_differences
 
 STIFFNESS = np.array([1e4, 3e4, 1e4, 1e3, 1e3, 1e3])  # N m/rad: deflections up to ~2e-3 rad
 NOISE = 2e-5  # m per coordinate
@@ -84,14 +85,9 @@ def test_jacobian_with_compliance_is_central_differences(ur5):
     problem = KinematicProblem(q, (marker,), device_known=False, parameters="compliance")
     model = replace(problem.start(ur5), compliance=1.0 / STIFFNESS)
     _, J = problem.evaluate(model)
-    h = 1e-6
-    numeric = np.zeros_like(J)
-    for k in range(J.shape[1]):
-        e = np.zeros(J.shape[1])
-        e[k] = h
-        plus = problem.residual(problem.retract(model, e))
-        minus = problem.residual(problem.retract(model, -e))
-        numeric[:, k] = (plus - minus) / (2 * h)
+    numeric = central_differences(
+        lambda step: problem.residual(problem.retract(model, step)), np.zeros(J.shape[1])
+    )
     assert np.abs(J - numeric).max() < 1e-7 * max(1.0, np.abs(J).max())
     assert np.abs(J[:, -ur5.n :]).max() > 1.0  # compliance columns: the gravity torques
 
@@ -121,14 +117,9 @@ def test_jacobian_with_compliance_and_fixtures_is_central_differences(ur5):
     width = 6 * n + 6 + 12 + n  # joints, device, two markers, compliances
     assert problem.width(ur5) == width
     assert J.shape[1] == problem.step_size(ur5) == width + 9
-    h = 1e-6
-    numeric = np.zeros_like(J)
-    for k in range(J.shape[1]):
-        e = np.zeros(J.shape[1])
-        e[k] = h
-        plus = problem.residual(problem.retract(model, e))
-        minus = problem.residual(problem.retract(model, -e))
-        numeric[:, k] = (plus - minus) / (2 * h)
+    numeric = central_differences(
+        lambda step: problem.residual(problem.retract(model, step)), np.zeros(J.shape[1])
+    )
     assert np.abs(J - numeric).max() < 1e-7 * max(1.0, np.abs(J).max())
     assert J.shape[0] == 3 * N + 3 * 10 + 5 + 1  # tool, socket points, plane, distance
     assert np.abs(J[3 * N :, width - n : width]).max() > 1e-3  # the ball sags too
