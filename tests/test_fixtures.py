@@ -154,7 +154,7 @@ def gauge_moved(problem: KinematicProblem, model, G: np.ndarray):
         else:
             n = G[:3, :3] @ states[f, :3]
             states[f] = [*n, states[f, 3] + n @ G[:3, 3]]
-    return replace(model, chain=chain, placements=G @ model.placements, fixtures=states)
+    return replace(model.with_chain(chain), placements=G @ model.placements, fixtures=states)
 
 
 def test_the_gauge_stated_is_what_the_data_cannot_see(iiwa, scene):

@@ -289,7 +289,8 @@ class Chain:
                 raise WorkbenchError(f"frames {names} hang from frames that do not exist")
             ordered += ready
             placed.update(f.name for f in ready)
-            pending = [f for f in pending if f not in ready]
+            done = {id(f) for f in ready}  # by identity: equality compares arrays, slowly
+            pending = [f for f in pending if id(f) not in done]
         return tuple(ordered)
 
     def placement_of(self, name: str) -> Array:

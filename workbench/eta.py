@@ -42,12 +42,17 @@ def identifiable_eta_basis(chain: Chain) -> Array:
     and all six tool-frame directions. ``eta = basis @ z`` parameterises a
     calibration without the directions the torques cannot see.
     """
+    return twist_changing_basis(chain.twists)
+
+
+def twist_changing_basis(twists: Array) -> Array:
+    """:func:`identifiable_eta_basis` of the joints with twists ``twists`` (n, 6)."""
     blocks = []
-    for A in chain.twists:
+    for A in twists:
         _, s, Vt = np.linalg.svd(lie.ad(A))
         blocks.append(Vt[s > 1e-9 * max(1.0, s[0])].T)
     blocks.append(np.eye(6))
-    rows = 6 * (chain.n + 1)
+    rows = 6 * (len(twists) + 1)
     cols = sum(b.shape[1] for b in blocks)
     basis = np.zeros((rows, cols))
     c = 0

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workbench import lie
 from workbench.lie import Array
 
 STEP = 3  # step entries per fixture
@@ -46,9 +47,9 @@ def distance_weight(count_a: int, count_b: int) -> float:
 def tangent_basis(n: Array) -> Array:
     """Two unit vectors (2, 3) orthogonal to the unit vector n and to each other."""
     helper = np.eye(3)[int(np.argmin(np.abs(n)))]
-    t1 = np.cross(n, helper)
+    t1 = lie.cross(n, helper)
     t1 /= np.linalg.norm(t1)
-    return np.stack([t1, np.cross(n, t1)])
+    return np.stack([t1, lie.cross(n, t1)])
 
 
 def start_states(kinds: Sequence[str], points: Sequence[Array]) -> Array:
@@ -82,7 +83,7 @@ def retract(kinds: Sequence[str], states: Array, step: Array) -> Array:
             k = t / angle
             n = (
                 n * np.cos(angle)
-                + np.cross(k, n) * np.sin(angle)
+                + lie.cross(k, n) * np.sin(angle)
                 + k * (k @ n) * (1 - np.cos(angle))
             )
         out[f] = [*(n / np.linalg.norm(n)), states[f, 3] + s[2]]
@@ -122,7 +123,7 @@ def residual_rows(
         if jacobians is not None:
             J = np.zeros((p.shape[0], total))
             J[:, :width] = np.einsum("k,nkp->np", n, jacobians[f])
-            J[:, col : col + 2] = np.cross(n, p) @ tangent_basis(n).T
+            J[:, col : col + 2] = lie.cross(n, p) @ tangent_basis(n).T
             J[:, col + 2] = -1.0
             J_parts.append(J)
     for a, b, length in distances:
@@ -148,7 +149,7 @@ def gauge_steps(kinds: Sequence[str], states: Array, xi: Array) -> Array:
     out = np.zeros(STEP * len(kinds))
     for f, kind in enumerate(kinds):
         if kind == "point":
-            out[STEP * f : STEP * f + 3] = np.cross(w, states[f, :3]) + v
+            out[STEP * f : STEP * f + 3] = lie.cross(w, states[f, :3]) + v
         else:
             n = states[f, :3]
             out[STEP * f : STEP * f + 2] = tangent_basis(n) @ w

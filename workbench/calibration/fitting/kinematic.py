@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from scipy.linalg import block_diag
@@ -87,10 +88,10 @@ from workbench.calibration.fitting.solver import (
     orthogonal_complement,
     robust_cost,
 )
-from workbench.chain import Chain
+from workbench.chain import REVOLUTE, Chain
 from workbench.dynamics.kinematics import path_to
 from workbench.errors import WorkbenchError
-from workbench.eta import eta_between, identifiable_eta_basis
+from workbench.eta import eta_between, identifiable_eta_basis, twist_changing_basis
 from workbench.lie import Array
 from workbench.recordings.log import Distance, Fixture, Log, Marker
 from workbench.runtime import run_batched
@@ -102,6 +103,12 @@ PARAMETERS = ("frames", "offsets", "twists", "compliance")  # nested: each holds
 class KinematicModel:
     """A chain, the base frame seen from the device (4, 4), and marker placements (M, 4, 4).
 
+    The chain is ``base`` (its joints, links, inertias, attached frames) with
+    the joint frames ``joint_frames`` (n, 4, 4) and the tool frame
+    ``tool_frame`` (4, 4) (None: the base's): a step moves those arrays
+    only (:meth:`KinematicProblem.retract`), and :attr:`chain` is built when
+    first read, not in the fit's iterations.
+
     ``coordinates`` (k,) hold how far the joints moved from the nominal in the
     problem's joint directions, what the ridge weighs: offsets in rad or m;
     for twists ``T (A - A_nominal)``, the twists' change in the coordinates
@@ -112,7 +119,7 @@ class KinematicModel:
     the fit took to it.
     """
 
-    chain: Chain
+    base: Chain
     device: Array
     placements: Array
     coordinates: Array = field(default_factory=lambda: np.zeros(0))
@@ -120,6 +127,39 @@ class KinematicModel:
     twist_map: Array | None = None  # (k, 6 n) twists: T above
     fixtures: Array = field(default_factory=lambda: np.zeros((0, 4)))  # (F, 4) fixtures' states
     compliance: Array = field(default_factory=lambda: np.zeros(0))  # (n,) c_i = 1 / k_i
+    joint_frames: Array | None = None  # (n, 4, 4); None: the base's
+    tool_frame: Array | None = None  # (4, 4); None: the base's
+
+    def __post_init__(self) -> None:
+        if self.joint_frames is None:
+            object.__setattr__(self, "joint_frames", self.base.joint_frames)
+        if self.tool_frame is None:
+            object.__setattr__(self, "tool_frame", self.base.tool_frame)
+
+    @functools.cached_property
+    def twists(self) -> Array:
+        """Joint twists (n, 6) at the model's joint frames (as :attr:`Chain.twists`)."""
+        if self.joint_frames is self.base.joint_frames:
+            return self.base.twists
+        return _twists(self.base, self.joint_frames)
+
+    @functools.cached_property
+    def chain(self) -> Chain:
+        """The base with the model's joint and tool frames."""
+        if self.joint_frames is self.base.joint_frames and self.tool_frame is self.base.tool_frame:
+            return self.base
+        return replace(self.base, joint_frames=self.joint_frames, tool_frame=self.tool_frame)
+
+    def moved(self, joint_frames: Array, twists: Array, **changes: Any) -> KinematicModel:
+        """The model with ``joint_frames`` whose twists, already computed, are ``twists``,
+        and ``changes`` to its other fields."""
+        model = replace(self, joint_frames=joint_frames, **changes)
+        model.__dict__["twists"] = twists  # the cached property, computed once by the step
+        return model
+
+    def with_chain(self, chain: Chain) -> KinematicModel:
+        """The same frames and states on ``chain`` (same joints; its joint and tool frames)."""
+        return replace(self, base=chain, joint_frames=None, tool_frame=None)
 
 
 @dataclass(frozen=True)
@@ -252,7 +292,7 @@ class KinematicProblem:
     # ---------------------------------------------------------------- model
     def start(self, chain: Chain) -> KinematicModel:
         """The nominal model: identity device frame, marker frames from the chain."""
-        placements = np.array([_placement(chain, m) for m in self.markers]).reshape(-1, 4, 4)
+        placements = self._topology(chain)[2].copy()
         n = chain.n
         reference = twist_map = None
         size = {"frames": 0, "offsets": n}.get(self.parameters)
@@ -327,7 +367,8 @@ class KinematicProblem:
         (one chain update), each moving what comes after it, so that the model
         stays exactly the nominal with offsets.
         """
-        n = model.chain.n
+        base = model.base
+        n = base.n
         d, m = self.sizes
         k = model.coordinates.size
         step = np.zeros(k)
@@ -335,33 +376,32 @@ class KinematicProblem:
             P, _ = self.prior(model)
             step = np.linalg.lstsq(P, delta, rcond=None)[0][d : d + k]
             delta = delta - P[:, d : d + k] @ step  # the frames' part
-        chain = model.chain.with_eta(np.concatenate([delta[: 6 * n], np.zeros(6)]))
+        joint_frames = _moved_frames(base, model.joint_frames, delta[: 6 * n])
+        twists = _twists(base, joint_frames)
         device = model.device
         if d:
             device = lie.exp_se3(delta[6 * n : 6 * n + 6]) @ device
-        w = self.width(model.chain)
+        w = self.width(base)
         frames = lie.exp_se3(delta[6 * n + d : 6 * n + d + m].reshape(-1, 6)) @ model.placements
         states = fx.retract(self._kinds, model.fixtures, delta[w:])
         coordinates = model.coordinates + step
         if self.parameters in ("twists", "compliance"):
-            coordinates = model.twist_map @ (chain.twists - model.reference).ravel()
+            coordinates = model.twist_map @ (twists - model.reference).ravel()
         compliance = model.compliance + delta[6 * n + d + m : w] if self.compliant else None
-        moved = replace(
-            model, chain=chain, device=device, placements=frames, coordinates=coordinates,
+        moved = model.moved(
+            joint_frames, twists, device=device, placements=frames, coordinates=coordinates,
             compliance=model.compliance if compliance is None else compliance, fixtures=states,
         )  # fmt: skip
         if self.parameters == "offsets":  # q + o: link i moves by L_i = L_parent E_i, E_i =
-            chain = moved.chain  # exp(A_i o_i) (the product of exponentials at q = o)
-            E = lie.exp_se3(chain.twists * step[:, None])
-            L = np.empty((n, 4, 4))
-            for i, parent in enumerate(chain.parents):
+            E = lie.exp_se3(twists * step[:, None])  # exp(A_i o_i) (the product of
+            L = np.empty((n, 4, 4))  # exponentials at q = o)
+            for i, parent in enumerate(base.parents):
                 L[i] = E[i] if parent < 0 else L[parent] @ E[i]
             by_link = np.concatenate([np.eye(4)[None], L])  # index link + 1 (base: -1)
-            eta = np.zeros((n + 1, 6))
-            eta[:n] = lie.log_se3(by_link[chain.parents + 1])  # a joint moves with its parent
-            links = np.array([_parent(chain, m) for m in self.markers], dtype=np.int64)
+            eta = lie.log_se3(by_link[base.parents + 1])  # a joint moves with its parent
+            links = self._topology(base)[1]
             moved = replace(
-                moved, chain=chain.with_eta(eta.ravel()),
+                moved, joint_frames=_moved_frames(base, moved.joint_frames, eta.ravel()),
                 placements=by_link[links + 1] @ moved.placements,
             )  # fmt: skip
         return moved
@@ -380,7 +420,9 @@ class KinematicProblem:
         and (``compliance``) one column per compliance not ``held``, whose
         rows sit between the markers' and the fixtures' (:meth:`width`).
         """
-        chain = model.chain
+        if self._last_prior and self._last_prior[0] is model:  # asked again by retract
+            return self._last_prior[1]
+        chain, twists = model.base, model.twists
         n = chain.n
         d, m = self.sizes
         m += fx.STEP * len(self.fixtures)
@@ -393,16 +435,17 @@ class KinematicProblem:
             after = chain.ancestors[:, chain.parents.clip(0)] & (chain.parents >= 0)[None]
             for j in range(n):  # joint k is after j when j is an ancestor of k's parent link
                 for k in np.flatnonzero(after[j]):
-                    joints[6 * k : 6 * k + 6, j] = chain.twists[j]
+                    joints[6 * k : 6 * k + 6, j] = twists[j]
             for k, path in enumerate(self._paths(chain)):
                 for j in path:
-                    joints[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6, j] = chain.twists[j]
+                    joints[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6, j] = twists[j]
             placed = np.zeros((6 * n + d + m, frames.shape[1]))
             placed[6 * n :] = frames
-            return np.hstack([placed[:, :d], joints, placed[:, d:]]), d
+            self._last_prior[:] = [model, (np.hstack([placed[:, :d], joints, placed[:, d:]]), d)]
+            return self._last_prior[1]
         joints = np.zeros((6 * n, 0))
         if self.parameters in ("twists", "compliance"):
-            joints = identifiable_eta_basis(chain)[: 6 * n, :-6]
+            joints = twist_changing_basis(twists)[: 6 * n, :-6]
         k = joints.shape[1]
         P = np.zeros((6 * n + d + m, k + frames.shape[1]))  # joints, the rest block-diagonal
         P[: 6 * n, :k] = joints
@@ -415,7 +458,13 @@ class KinematicProblem:
             C = np.zeros((P.shape[0] + n, free.size))
             C[first + free, np.arange(free.size)] = 1.0
             P = np.hstack([np.insert(P, [first] * n, 0.0, axis=0), C])
+        self._last_prior[:] = [model, (P, d)]
         return P, d
+
+    @functools.cached_property
+    def _last_prior(self) -> list:
+        """The last model :meth:`prior` was asked for and its answer (empty at first)."""
+        return []
 
     def free(self, model: KinematicModel, P: Array) -> Array | None:
         """Orthonormal columns N (c, l) such that the steps ``P N y`` hold the gauge; None when
@@ -433,7 +482,7 @@ class KinematicProblem:
         """
         if self.measured or not self.fixtures:
             return None
-        chain, n = model.chain, model.chain.n
+        twists, n = model.twists, model.base.n
         M = len(self.markers)
         rigid = np.zeros(n if self.compliant else 0)  # the compliances take no part
         held = []
@@ -441,9 +490,9 @@ class KinematicProblem:
             steps = fx.gauge_steps(self._kinds, model.fixtures, xi)
             held.append(np.concatenate([np.tile(xi, n), np.tile(xi, M), rigid, steps]))
         if not self.distances:
-            ad = -lie.ad(chain.twists)  # (n, 6, 6)
-            twist_scale = np.zeros_like(chain.twists)
-            twist_scale[:, 3:] = chain.twists[:, 3:]
+            ad = -lie.ad(twists)  # (n, 6, 6)
+            twist_scale = np.zeros_like(twists)
+            twist_scale[:, 3:] = twists[:, 3:]
             eta = np.concatenate(
                 [np.linalg.pinv(a) @ v for a, v in zip(ad, twist_scale, strict=True)]
             )
@@ -463,17 +512,16 @@ class KinematicProblem:
         """Effects of steps X (p, c): twist changes ``-ad_{A_j} eta_j`` (eq. 8), the marker
         frame's motion (of its origin, ``v + omega x t``, when its rotation is not measured),
         the device's, compliances' and fixtures' steps as they are."""
-        chain = model.chain
-        n = chain.n
+        n = model.base.n
         d, _ = self.sizes
         X = X.reshape(X.shape[0], -1)
-        parts = [np.einsum("nij,njc->nic", -lie.ad(chain.twists), X[: 6 * n].reshape(n, 6, -1))
+        parts = [np.einsum("nij,njc->nic", -lie.ad(model.twists), X[: 6 * n].reshape(n, 6, -1))
                  .reshape(6 * n, -1), X[6 * n : 6 * n + d]]  # fmt: skip
         for k, marker in enumerate(self.markers):
             block = X[6 * n + d + 6 * k : 6 * n + d + 6 * k + 6]
             if marker.rotation is None:
                 t = model.placements[k, :3, 3]
-                block = block[3:] + np.cross(block[:3].T, t).T
+                block = block[3:] + lie.cross(block[:3].T, t).T
             parts.append(block)
         parts.append(X[6 * n + d + 6 * len(self.markers) :])  # compliances, fixtures
         return np.concatenate(parts)
@@ -486,8 +534,8 @@ class KinematicProblem:
         if self.parameters not in ("twists", "compliance"):
             return linear.coordinates[d : d + k]
         out = np.zeros((k, linear.P.shape[0]))
-        n = model.chain.n
-        out[:, : 6 * n] = model.twist_map @ block_diag(*-lie.ad(model.chain.twists))
+        n = model.base.n
+        out[:, : 6 * n] = model.twist_map @ block_diag(*-lie.ad(model.twists))
         return out
 
     # ------------------------------------------------------------ residuals
@@ -514,18 +562,18 @@ class KinematicProblem:
         None."""
         if not self.compliant or self.device_known:
             return None
-        n = model.chain.n
-        change = -lie.ad(model.chain.twists)  # (n, 6, 6)
+        n = model.base.n
+        change = -lie.ad(model.twists)  # (n, 6, 6)
         Q, _ = np.linalg.qr(change.reshape(6 * n, 6))
-        C = np.zeros((6, self.step_size(model.chain)))
+        C = np.zeros((6, self.step_size(model.base)))
         C[:, : 6 * n] = Q.T @ block_diag(*change)
         return C
 
     def predict(self, model: KinematicModel) -> list[tuple[Array, Array]]:
         """Per marker: predicted positions (N, 3) and rotations (N, 3, 3) in the device frame."""
         out = []
-        q, twists = _c(self.deflected(model).q), _c(model.chain.twists)
-        for k, path in enumerate(self._paths(model.chain)):
+        q, twists = _c(self.deflected(model).q), _c(model.twists)
+        for k, path in enumerate(self._paths(model.base)):
             T = np.empty((q.shape[0], 4, 4))
             args = (q, twists, path, _c(model.placements[k]), _c(model.device), T)
             run_batched(kk.marker_poses, q.shape[0], *args)
@@ -545,7 +593,7 @@ class KinematicProblem:
 
         ``projection`` P (p, k) folds ``[J P | r]`` into triangular factors.
         """
-        chain = model.chain
+        chain = model.base
         n, N = chain.n, len(self)
         d, _ = self.sizes
         p = self.width(chain)  # joints, device, markers, compliances; the fixtures' follow
@@ -557,7 +605,7 @@ class KinematicProblem:
             proj, lo, hi, c = np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(0, np.int64), 0
         moved = self.compliant or np.any(model.compliance != 0.0)
         bent = self.deflected(model, derivatives=moved and (fold or dense))
-        q, twists = _c(bent.q), _c(chain.twists)
+        q, twists = _c(bent.q), _c(model.twists)
         qdir = np.zeros((0, 0, 0))
         if bent.dtau_deta is not None:
             free = np.ones(n, bool) if self.compliant else np.zeros(n, bool)
@@ -642,10 +690,10 @@ class KinematicProblem:
         see and their directions ``qdir`` (:meth:`_run`)."""
         if not self.fixtures:
             return np.zeros(0), np.zeros((0, 0))
-        chain = model.chain
+        chain = model.base
         d, _ = self.sizes
         n, p = chain.n, self.width(chain)
-        twists, device = _c(chain.twists), _c(model.device)
+        twists, device = _c(model.twists), _c(model.device)
         empty2, empty3 = np.zeros((0, 0)), np.zeros((0, 0, 0))
         index = np.zeros(0, np.int64)
         points, jacobians = [], []
@@ -679,19 +727,24 @@ class KinematicProblem:
         return compliance.deflection(chain, self.q, model.compliance, derivatives)
 
     def _paths(self, chain: Chain) -> tuple[np.ndarray, ...]:
-        """Per marker, the joints from the base to its link (cached per chain topology)."""
-        key = (
-            chain.link_names, chain.tool_name, chain.tool_parent, tuple(chain.parents.tolist()),
-            tuple((f.name, f.parent) for f in chain.frames),
-        )  # fmt: skip
-        paths = self._path_cache.get(key)
-        if paths is None:
-            paths = tuple(path_to(chain, _parent(chain, m)) for m in self.markers)
-            self._path_cache[key] = paths
-        return paths
+        """Per marker, the joints from the base to its link."""
+        return self._topology(chain)[0]
+
+    def _topology(self, chain: Chain) -> tuple[tuple[np.ndarray, ...], np.ndarray, Array]:
+        """Per marker, the joints from the base to its link, its link (-1: the base) and its
+        placement (M, 4, 4) at q = 0, of ``chain`` (cached per chain object: the chains of
+        one fit are the models' bases, a few objects)."""
+        cached = self._topology_cache.get(id(chain))
+        if cached is None or cached[0] is not chain:
+            links = np.array([_parent(chain, m) for m in self.markers], dtype=np.int64)
+            paths = tuple(path_to(chain, link) for link in links.tolist())
+            placements = np.array([_placement(chain, m) for m in self.markers])
+            cached = (chain, paths, links, placements.reshape(-1, 4, 4))
+            self._topology_cache[id(chain)] = cached  # holds the chain: its id stays its own
+        return cached[1:]
 
     @functools.cached_property
-    def _path_cache(self) -> dict:
+    def _topology_cache(self) -> dict:
         return {}
 
     @functools.cached_property
@@ -713,15 +766,41 @@ def _c(a: Array) -> Array:
     return np.ascontiguousarray(a, dtype=float)
 
 
+def _twists(chain: Chain, joint_frames: Array) -> Array:
+    """The twists (n, 6) of ``chain``'s joints at ``joint_frames`` (n, 4, 4): the same
+    operations as :attr:`Chain.twists`, without a chain."""
+    local = np.zeros((chain.n, 6))
+    revolute = np.array([k == REVOLUTE for k in chain.joint_kinds])
+    local[revolute, :3] = chain.axes[revolute]
+    local[~revolute, 3:] = chain.axes[~revolute]
+    return np.einsum("nij,nj->ni", lie.Ad(joint_frames), local)
+
+
+def _moved_frames(chain: Chain, joint_frames: Array, eta: Array) -> Array:
+    """``exp([eta_j]) M_j`` (n, 4, 4) for ``eta`` (6 n,): :meth:`Chain.with_eta`'s joint frames
+    ([Kwon] eq. 6), the same operations on arrays; a step to non-finite frames is refused."""
+    n = chain.n
+    with np.errstate(over="ignore", invalid="ignore"):
+        X = lie.exp_se3(np.concatenate([eta, np.zeros(6)]).reshape(n + 1, 6))
+        moved = X[:-1] @ joint_frames
+    finite = np.isfinite(moved).all(axis=(1, 2))
+    if not finite.all():
+        j = int(np.argmin(finite))
+        raise WorkbenchError(
+            f"eta[{6 * j}:{6 * j + 6}] = {eta[6 * j : 6 * j + 6]} moves joint "
+            f"'{chain.joint_names[j]}' to non-finite values; eta is a small change of the twists"
+        )
+    return moved
+
+
 def _block_projection(P: Array) -> tuple[Array, Array, Array]:
     """P and, per 6-row block b, the columns ``lo[b]:hi[b]`` that hold its nonzeros."""
     blocks = P.shape[0] // 6
-    lo, hi = np.zeros(blocks, np.int64), np.zeros(blocks, np.int64)
-    for b in range(blocks):
-        cols = np.flatnonzero(np.any(P[6 * b : 6 * b + 6] != 0.0, axis=0))
-        if cols.size:
-            lo[b], hi[b] = cols[0], cols[-1] + 1
-    return _c(P), lo, hi
+    nonzero = np.any(P[: 6 * blocks].reshape(blocks, 6, -1) != 0.0, axis=1)  # (blocks, k)
+    seen = nonzero.any(axis=1)
+    lo = np.where(seen, np.argmax(nonzero, axis=1), 0).astype(np.int64)
+    hi = np.where(seen, nonzero.shape[1] - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    return _c(P), lo, hi.astype(np.int64)
 
 
 def _combine(factors: list[Array]) -> Array:
@@ -874,8 +953,9 @@ def _align_base(model: KinematicModel, nominal: Chain, iterations: int = 30) -> 
             break
     chain = model.chain.with_eta(np.tile(lie.log_se3(G), model.chain.n + 1))
     return replace(
-        model, chain=chain, device=model.device @ lie.inverse(G), placements=G @ model.placements
-    )
+        model.with_chain(chain), device=model.device @ lie.inverse(G),
+        placements=G @ model.placements,
+    )  # fmt: skip
 
 
 def _solve(
@@ -950,7 +1030,7 @@ def _solve(
     model = solution.model
     if not problem.device_known and linearisations[0].gauge is None:  # gauge: base held
         model = _align_base(model, chain)
-    model = replace(model, chain=model.chain.with_frames_near(chain))
+    model = model.with_chain(model.chain.with_frames_near(chain))
     calibrated = model.chain
     tool = [k for k, m in enumerate(problem.markers) if m.frame in (None, chain.tool_name)]
     if tool:
