@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.viz import drawing
+
+    drawing.start()  # plots and animation drawn beside the solve
     from workbench.io import check_not_input, check_output_directory
     from workbench.ocp import kinds
     from workbench.resources import shipped
