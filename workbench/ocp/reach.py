@@ -221,8 +221,9 @@ def solve(
     the analytic callbacks, e.g. CasADi-native ones for comparison). ``warm``
     (arrays t, q, dq, ddq of a previous solve, e.g. a sweep's neighbour)
     starts IPOPT there instead of from ``problem.warm_start`` or the
-    minimum-jerk guess. ``on_solved(result)`` is called on a solved result before its
-    open-loop simulation (e.g. to start drawing it). Ctrl-C during the solve raises KeyboardInterrupt,
+    minimum-jerk guess. ``on_solved(result)`` is called on a solved result before
+    its open-loop simulation (e.g. to start drawing it). Ctrl-C during the solve
+    raises KeyboardInterrupt,
     SIGTERM (under the command line's handlers,
     :func:`workbench.io.raise_on_sigterm`) Terminated, once IPOPT has
     stopped, whether a callback or IPOPT's own check caught it.
