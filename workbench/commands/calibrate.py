@@ -139,6 +139,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.viz import drawing
+
+    drawing.start("workbench.viz.plots")  # plots drawn beside the calibration
     from dataclasses import replace
     from pathlib import Path
 

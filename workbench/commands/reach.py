@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from workbench.viz import drawing
 
-    drawing.start()  # plots and animation drawn beside the solve
+    # plots and animation drawn beside the solve
+    drawing.start("workbench.viz.plots", "workbench.viz.viewer")
     from workbench.io import check_not_input, check_output_directory
     from workbench.ocp import kinds
     from workbench.resources import shipped

@@ -2,8 +2,8 @@
 
 A command whose plots and animation are a large part of its time calls
 :func:`start` first (before its large imports and before any thread): one
-worker process is forked and imports matplotlib and meshcat
-(:mod:`workbench.viz.plots`, :mod:`workbench.viz.viewer`) while the command
+worker process is forked and imports the drawing modules it is named
+(:mod:`workbench.viz.plots`: matplotlib; :mod:`workbench.viz.viewer`: meshcat) while the command
 reads its inputs and solves on the other core. :func:`draw` then hands it a
 drawing (a module-level function ``function(path, *args, **kwargs)`` that
 writes one file, named ``"module:function"`` so that this process need not
@@ -36,13 +36,14 @@ from workbench.io import atomic_write
 _worker: ProcessPoolExecutor | None = None
 
 
-def start() -> None:
-    """Fork the drawing worker now (once per process; nothing without ``fork``)."""
+def start(*modules: str) -> None:
+    """Fork the drawing worker now, which imports ``modules`` (the drawing functions'; once
+    per process; nothing without ``fork``)."""
     global _worker
     if _worker is not None or "fork" not in multiprocessing.get_all_start_methods():
         return
     context = multiprocessing.get_context("fork")
-    _worker = ProcessPoolExecutor(1, mp_context=context, initializer=_prepare)
+    _worker = ProcessPoolExecutor(1, mp_context=context, initializer=_prepare, initargs=modules)
     _worker.submit(int)  # a fork-context pool starts its process at the first submit
 
 
@@ -54,11 +55,11 @@ def stop() -> None:
         _worker = None
 
 
-def _prepare() -> None:
+def _prepare(*modules: str) -> None:
     """The worker: Ctrl-C is its parent's, and the drawing libraries are imported now."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import workbench.viz.plots
-    import workbench.viz.viewer  # noqa: F401
+    for module in modules:
+        importlib.import_module(module)
 
 
 @dataclass
