@@ -141,7 +141,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from workbench.viz import drawing
 
-    drawing.start("workbench.viz.plots")  # plots drawn beside the calibration
+    with drawing.worker("workbench.viz.plots"):  # plots drawn beside the computation
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 

@@ -37,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
     from workbench.viz import drawing
 
     # plots and animation drawn beside the solve
-    drawing.start("workbench.viz.plots", "workbench.viz.viewer")
+    with drawing.worker("workbench.viz.plots", "workbench.viz.viewer"):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from workbench.io import check_not_input, check_output_directory
     from workbench.ocp import kinds
     from workbench.resources import shipped

@@ -1,7 +1,7 @@
 """Result files drawn beside the computation: a forked worker that draws while a command solves.
 
-A command whose plots and animation are a large part of its time calls
-:func:`start` first (before its large imports and before any thread): one
+A command whose plots and animation are a large part of its time runs in
+``with worker(modules):``, entered first (before its large imports and before any thread): one
 worker process is forked and imports the drawing modules it is named
 (:mod:`workbench.viz.plots`: matplotlib; :mod:`workbench.viz.viewer`: meshcat) while the command
 reads its inputs and solves on the other core. :func:`draw` then hands it a
@@ -14,17 +14,19 @@ into a private temporary folder and sends its bytes back, and
 sweep's tasks, or a platform without ``fork``) :meth:`Drawing.write` calls the
 function in this process: the files are the same either way.
 
-The worker ignores Ctrl-C (the command's process handles it and the worker
-ends with it: :class:`concurrent.futures.ProcessPoolExecutor` shuts it down at
-exit); a worker that died is replaced by drawing in this process.
+The worker ignores Ctrl-C (the command's process handles it) and ends with the
+``with`` block; a worker that died is replaced by drawing in this process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing
 import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -36,23 +38,28 @@ from workbench.io import atomic_write
 _worker: ProcessPoolExecutor | None = None
 
 
-def start(*modules: str) -> None:
-    """Fork the drawing worker now, which imports ``modules`` (the drawing functions'; once
-    per process; nothing without ``fork``)."""
+@contextlib.contextmanager
+def worker(*modules: str) -> Iterator[None]:
+    """A drawing worker for the duration of the block, which imports ``modules`` (the drawing
+    functions' modules) at once: forked only from a process with one thread (a fork copies no
+    other thread, and a lock another thread held would stay locked in the worker) and where
+    ``fork`` exists; otherwise the drawings are made in this process."""
     global _worker
-    if _worker is not None or "fork" not in multiprocessing.get_all_start_methods():
+    if _worker is not None or threading.active_count() > 1 or not _can_fork():
+        yield
         return
     context = multiprocessing.get_context("fork")
     _worker = ProcessPoolExecutor(1, mp_context=context, initializer=_prepare, initargs=modules)
     _worker.submit(int)  # a fork-context pool starts its process at the first submit
-
-
-def stop() -> None:
-    """End the worker (waits for the drawings it holds)."""
-    global _worker
-    if _worker is not None:
-        _worker.shutdown()
+    try:
+        yield
+    finally:
+        _worker.shutdown(cancel_futures=True)
         _worker = None
+
+
+def _can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _prepare(*modules: str) -> None:
