@@ -75,8 +75,9 @@ def open_chain_rows(name: str, samples: int, repeats: int, rng) -> list[str]:
         out = np.empty((3, samples, chain.n, chain.n))
         for s in range(samples):
             pin.computeRNEADerivatives(model, data, q[s], dq[s], ddq[s])
-            out[0, s], out[1, s] = data.dtau_dq, data.dtau_dv
-            out[2, s] = np.triu(data.M) + np.triu(data.M, 1).T
+            out[0, s], out[1, s], out[2, s] = data.dtau_dq, data.dtau_dv, data.M
+        upper = np.triu(out[2])  # Pinocchio fills M's upper triangle
+        out[2] = upper + np.swapaxes(np.triu(out[2], 1), 1, 2)
         return out
 
     def ours_rnea_each():
