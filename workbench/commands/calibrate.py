@@ -139,6 +139,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy  # noqa: F401  (both processes use them: imported once, before the fork)
+    import pinocchio  # noqa: F401
+
     from workbench.viz import drawing
 
     with drawing.worker("workbench.viz.plots"):  # plots drawn beside the computation
