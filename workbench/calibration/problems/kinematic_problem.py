@@ -29,6 +29,7 @@ from workbench.calibration.fitting.kinematic import (
 )
 from workbench.calibration.problems.parameter_figures import eta_entries, relative_std
 from workbench.calibration.problems.problem import Options, Residuals, SampleBlocks
+from workbench.calibration.selection.ridge_evidence import ridge_by_evidence
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.eta import twist_covariance
@@ -36,28 +37,33 @@ from workbench.identification.drives import Drives, drive_file_text, stiffness_n
 from workbench.lie import Array
 from workbench.recordings.log import Log
 
-RIDGES = (0.0, 1e-4, 1e-2, 1.0)  # the ridge weights auto tries (KinematicProblem.ridge)
+EVIDENCE = None  # a Candidate's ridge chosen on its training rows by the evidence
 
 
 @dataclass(frozen=True)
 class Candidate:
     """What a kinematic calibration fits (``frames``, ``offsets``, ``twists``) and its ridge
-    toward the nominal (:class:`~workbench.calibration.fitting.kinematic.KinematicProblem`)."""
+    toward the nominal (:class:`~workbench.calibration.fitting.kinematic.KinematicProblem`):
+    a number, or :data:`EVIDENCE`: on every training set, the ridge its data make most
+    probable (:mod:`workbench.calibration.selection.ridge_evidence`, on the fit without a
+    ridge; compliance takes the twists' ridge of the same rows)."""
 
     parameters: str
-    ridge: float = 0.0
+    ridge: float | None = 0.0
 
     @property
     def name(self) -> str:
+        if self.ridge is EVIDENCE:
+            return f"{self.parameters}, ridge by evidence"
         return self.parameters if not self.ridge else f"{self.parameters}, ridge {self.ridge:g}"
 
 
 def kinematic_candidates(parameters: str) -> tuple[Candidate, ...]:
     """The candidates of ``--parameters``: ``frames`` first (the nominal), then one forced
-    structure, or (``auto``) offsets, twists and compliance with every ridge of
-    :data:`RIDGES`."""
+    structure (no ridge), or (``auto``) offsets, twists and compliance, each with its ridge
+    chosen by the evidence (:data:`EVIDENCE`)."""
     if parameters == "auto":
-        chosen = [Candidate(p, r) for p in PARAMETERS[1:] for r in RIDGES]
+        chosen = [Candidate(p, EVIDENCE) for p in PARAMETERS[1:]]
     elif parameters in PARAMETERS:
         chosen = [Candidate(parameters)] if parameters != "frames" else []
     else:
@@ -109,6 +115,7 @@ class KinematicCalibrationProblem(SampleBlocks):
         self.rotation_weight = options.rotation_weight or 1.0
         self._nominal_fit = None
         self._frames: dict = {}  # the frames fit per training rows (fit)
+        self._ridges: dict = {}  # the evidence's ridge per (training rows, parameters) (fit)
         if options.rotation_weight is None and self.problem.has_rotation:
             self._nominal_fit = self._calibrate(
                 replace(self.problem, parameters="frames"), rotation_weight=None
@@ -174,10 +181,36 @@ class KinematicCalibrationProblem(SampleBlocks):
             self._frames[key] = frames
         if candidate == self.nominal_candidate:
             return frames
+        ridge = candidate.ridge
+        if ridge is EVIDENCE:
+            rigid = "twists" if candidate.parameters == "compliance" else candidate.parameters
+            if (key, rigid) not in self._ridges:
+                self._ridges[key, rigid] = self._evidence(problem, rigid, frames)
+            ridge = self._ridges[key, rigid]
         return self._calibrate(
-            replace(problem, parameters=candidate.parameters, ridge=candidate.ridge),
+            replace(problem, parameters=candidate.parameters, ridge=ridge),
             self.rotation_weight, frames,
         )  # fmt: skip
+
+    def _evidence(self, problem: KinematicProblem, parameters: str, frames) -> float:
+        """The ridge of ``parameters`` on ``problem``'s rows with the largest evidence
+        (:func:`~workbench.calibration.selection.ridge_evidence.ridge_by_evidence`), the
+        problem linearised at its fit without a ridge; the coordinates' scales ``s_i`` are
+        those the fit's prior uses (at the joints' start, the ``frames`` fit)."""
+        problem = replace(problem, parameters=parameters, ridge=0.0)
+        fit = self._calibrate(problem, self.rotation_weight, frames)
+        problem = replace(problem, rotation_weight=fit.rotation_weight)
+        start = replace(
+            problem.start(self.nominal), device=frames.model.device,
+            placements=frames.model.placements, fixtures=frames.model.fixtures,
+        )  # fmt: skip
+        d, _ = problem.sizes
+        k = start.coordinates.size
+        scale2 = np.sum(problem.linearise(start).R[:, d : d + k] ** 2, axis=0)
+        r, J = problem.evaluate(fit.model)
+        S = fit.solution.S
+        C = problem.coordinate_jacobian(fit.model, problem.linearise(fit.model)) @ S
+        return ridge_by_evidence(J @ S, r, C, scale2, fit.model.coordinates)
 
     def baseline(self, rows: np.ndarray | None):
         """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
