@@ -27,6 +27,7 @@ from workbench.calibration.fitting.kinematic import (
     KinematicProblem,
     calibrate_kinematic,
 )
+from workbench.calibration.fitting.solver import identifiable_subspace
 from workbench.calibration.problems.parameter_figures import eta_entries, relative_std
 from workbench.calibration.problems.problem import Options, Residuals, SampleBlocks
 from workbench.calibration.selection.ridge_evidence import ridge_by_evidence
@@ -45,8 +46,8 @@ class Candidate:
     """What a kinematic calibration fits (``frames``, ``offsets``, ``twists``) and its ridge
     toward the nominal (:class:`~workbench.calibration.fitting.kinematic.KinematicProblem`):
     a number, or :data:`EVIDENCE`: on every training set, the ridge its data make most
-    probable (:mod:`workbench.calibration.selection.ridge_evidence`, on the fit without a
-    ridge; compliance takes the twists' ridge of the same rows)."""
+    probable (:mod:`workbench.calibration.selection.ridge_evidence`, linearised at the
+    nominal joints; compliance takes the twists' ridge of the same rows)."""
 
     parameters: str
     ridge: float | None = 0.0
@@ -195,22 +196,26 @@ class KinematicCalibrationProblem(SampleBlocks):
     def _evidence(self, problem: KinematicProblem, parameters: str, frames) -> float:
         """The ridge of ``parameters`` on ``problem``'s rows with the largest evidence
         (:func:`~workbench.calibration.selection.ridge_evidence.ridge_by_evidence`), the
-        problem linearised at its fit without a ridge; the coordinates' scales ``s_i`` are
-        those the fit's prior uses (at the joints' start, the ``frames`` fit)."""
-        problem = replace(problem, parameters=parameters, ridge=0.0)
-        fit = self._calibrate(problem, self.rotation_weight, frames)
-        problem = replace(problem, rotation_weight=fit.rotation_weight)
+        problem linearised where its prior is centred: the nominal joints with the ``frames``
+        fit of the same rows (where every fit of a joint candidate starts, and whose column
+        norms are the prior's scales ``s_i``), on its identifiable steps there."""
+        problem = replace(
+            problem, parameters=parameters, ridge=0.0, rotation_weight=frames.rotation_weight
+        )
         start = replace(
             problem.start(self.nominal), device=frames.model.device,
             placements=frames.model.placements, fixtures=frames.model.fixtures,
         )  # fmt: skip
         d, _ = problem.sizes
         k = start.coordinates.size
-        scale2 = np.sum(problem.linearise(start).R[:, d : d + k] ** 2, axis=0)
-        r, J = problem.evaluate(fit.model)
-        S = fit.solution.S
-        C = problem.coordinate_jacobian(fit.model, problem.linearise(fit.model)) @ S
-        return ridge_by_evidence(J @ S, r, C, scale2, fit.model.coordinates)
+        linear = problem.linearise(start)
+        scale2 = np.sum(linear.R[:, d : d + k] ** 2, axis=0)
+        S = identifiable_subspace(
+            linear.jacobian_factor, linear.candidates, preferred=linear.preferred
+        ).basis
+        r, J = problem.evaluate(start)
+        C = problem.coordinate_jacobian(start, linear) @ S
+        return ridge_by_evidence(J @ S, r, C, scale2, start.coordinates)
 
     def baseline(self, rows: np.ndarray | None):
         """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""

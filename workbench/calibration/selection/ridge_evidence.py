@@ -10,20 +10,23 @@ ridge of largest marginal likelihood (the evidence, [MacKay1992]; type-II
 maximum likelihood), the other parameters (device, marker and fixture frames)
 under a flat prior, ``sigma^2`` profiled out.
 
-On the problem linearised at the fit without a ridge (residuals ``r`` (m,),
-reduced Jacobian ``J`` (m, s) of the identifiable steps ``z``, coordinates
-``c + C z`` (k,)) everything is closed-form. With ``A = J^T J + C^T W C``
-and ``Q`` the minimum of ``|r + J z|^2 + (c + C z)^T W (c + C z)``:
+On the problem linearised where the prior is centred (the nominal joints,
+the other frames fitted: residuals ``r`` (m,), reduced Jacobian ``J`` (m, s)
+of the identifiable steps ``z``, coordinates ``c + C z`` (k,), c = 0 there)
+everything is closed-form. With ``A = J^T J + C^T W C`` and ``Q`` the
+minimum of ``|r + J z|^2 + (c + C z)^T W (c + C z)``:
 
     log p(data | ridge) = -(m + k - s) / 2 log Q + 1/2 log det W - 1/2 log det A + const.
 
-One factorisation of an (s, s) matrix per ridge of a log-spaced grid: no fit
-beyond the one without a ridge, and nothing held out, so that the ridge is
-chosen from the training samples alone (inside every fold of the selection).
-Unlike the held-out score of a fold, the evidence also weighs how far the
-model moved from the nominal against what it bought, which is what carries
-to configurations the log did not visit (other tool positions of MUKCa's
-sockets).
+One factorisation of an (s, s) matrix per ridge of a log-spaced grid and no
+fit (the linearisation is where every fit of the joints starts), nothing held
+out, so that the ridge is chosen from the training samples alone (inside
+every fold of the selection). Unlike the held-out score of a fold, the
+evidence also weighs how far the model moves from the nominal against what
+that buys, which is what carries to configurations the log did not visit
+(other tool positions of MUKCa's sockets: ``BENCHMARKS.md``). Linearised at
+the nominal rather than at the fit without a ridge, it does not trust a
+model that the data alone push far (an over-fitted one) to judge the prior.
 """
 
 from __future__ import annotations
