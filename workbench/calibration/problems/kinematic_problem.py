@@ -4,10 +4,10 @@ Its blocks are rows of the log's poses (:class:`~workbench.calibration.problems.
 SampleBlocks`); its candidates are nested (:class:`Candidate`: ``frames``,
 ``offsets``, ``twists``, ``compliance`` (twists and a compliance per joint
 under gravity, :mod:`workbench.calibration.fitting.compliance`), each with a
-ridge toward the nominal), chosen by the held-out folds
-(:mod:`workbench.calibration.selection.selection`: ``compliance``, tried on
-the ridge of the best twists only, must also beat the ``twists`` of that
-ridge); the fit is
+ridge toward the nominal that the evidence of its training rows chooses,
+:mod:`workbench.calibration.selection.ridge_evidence`), chosen by the
+held-out folds (:mod:`workbench.calibration.selection.selection`:
+``compliance``, on the twists' ridge, must also beat the ``twists``); the fit is
 :func:`workbench.calibration.fitting.kinematic.calibrate_kinematic`.
 """
 
@@ -145,16 +145,6 @@ class KinematicCalibrationProblem(SampleBlocks):
         if candidate.parameters != "compliance":
             return None
         return Candidate("twists", candidate.ridge)
-
-    def screen(self, score, beats) -> None:
-        """Compliance only on the ridge of the best twists (lowest held-out relative RMS, by
-        ``score``), so that one compliance candidate is cross-validated, not one per ridge."""
-        twists = [c for c in self.candidates if c.parameters == "twists"]
-        compliant = [c for c in self.candidates if c.parameters == "compliance"]
-        if len(compliant) > 1 and twists:
-            best = min(twists, key=lambda c: score(c).relative_rms)
-            rigid = tuple(c for c in self.candidates if c.parameters != "compliance")
-            self.candidates = (*rigid, Candidate("compliance", best.ridge))
 
     def _calibrate(
         self, problem: KinematicProblem, rotation_weight: float | None, frames=None,
