@@ -31,6 +31,7 @@ from workbench.calibration.problems.problem import Options
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import perturbed_truth, simulate_log
 from workbench.cli import main
+from workbench.testing.pinocchio_reference import tool_poses
 
 UR10 = Path(__file__).resolve().parents[1] / "models" / "ur10"
 NOISE = 5e-4  # m, per coordinate
@@ -39,20 +40,6 @@ NOISE = 5e-4  # m, per coordinate
 @pytest.fixture(scope="module")
 def iiwa():
     return wb.models.load("iiwa")
-
-
-def tool_poses(chain, q: np.ndarray) -> np.ndarray:
-    """Tool poses (N, 4, 4) of ``chain`` at q, by Pinocchio's forward kinematics."""
-    import pinocchio as pin
-
-    model = wb.to_pinocchio(chain)
-    data = model.createData()
-    frame = model.getFrameId(chain.tool_name)
-    out = []
-    for sample in q:
-        pin.framesForwardKinematics(model, data, sample)
-        out.append(data.oMf[frame].homogeneous.copy())
-    return np.array(out)
 
 
 def tool_positions(chain, q: np.ndarray) -> np.ndarray:
