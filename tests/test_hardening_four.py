@@ -624,3 +624,63 @@ def test_a_duplicated_csv_column_is_named_in_the_log(capsys, tmp_path):
     argv = ["calibrate", "--model", "planar_2r", "--log", str(log), "--kind", "dynamic"]
     line = fails(capsys, [*argv, "--out", str(tmp_path / "o"), "--quiet"])
     assert f"{log}: line 1, column 3 ('q_joint_1'): duplicate column" in line, line
+
+
+# ------------------------------------------------------------------ item 9: transmission sign
+TX40 = Path(urdf_path("staubli_tx40")).parent
+
+
+@pytest.fixture(scope="module")
+def tx40():
+    """The TX40's nominal chain, drive values and shipped log (read once: 1.5 s)."""
+    from workbench.identification.drives import nominal_drive_values
+    from workbench.recordings import read_log
+
+    chain = wb.models.load("staubli_tx40")
+    drives = nominal_drive_values(urdf_path("staubli_tx40"), chain.joint_names)
+    return chain, drives, read_log(TX40 / "identification.toml", chain, require=("tau",))
+
+
+def _tx40_copy(tmp_path: Path, edit) -> Path:
+    """The shipped description copied beside the shipped data, edited by ``edit``."""
+    text = (TX40 / "identification.toml").read_text()
+    path = tmp_path / "identification.toml"
+    path.write_text(edit(text).replace('"data/', f'"{TX40}/data/'))
+    return path
+
+
+def test_a_flipped_transmission_sign_is_named(tmp_path, tx40):
+    """Item 9: the TX40's joint 1 driven through a ratio of the wrong sign (its position and
+    effort both negated: inertia and friction are even in the sign, so the joint's own ratio
+    and correlation stay near 1) is diagnosed as a transmission sign naming the joint; the
+    shipped log is not."""
+    from workbench.calibration import diagnose
+    from workbench.recordings import read_log
+
+    chain, drives, shipped = tx40
+    assert diagnose(shipped, chain, None, drives) == []
+    flipped = _tx40_copy(tmp_path, lambda t: t.replace("ratios = [32.0", "ratios = [-32.0"))
+    log = read_log(flipped, chain, require=("tau",))
+    np.testing.assert_allclose(log.q[:, 0], -shipped.q[:, 0])
+    (found,) = diagnose(log, chain, None, drives)
+    assert found.cause == "transmission sign"
+    assert "'joint_1'" in found.evidence and "'joint_2'" not in found.evidence
+
+
+@pytest.mark.parametrize("column", ["q", "tau"])
+def test_a_negated_position_or_effort_column_is_named(tx40, column):
+    """Item 9, the other two reproductions: joint 1's position column (or its effort column)
+    alone negated in a copy of the shipped log (the description's reading is linear, so the
+    log read from such a copy is the shipped one with that joint's column negated)."""
+    from workbench.calibration import diagnose
+
+    chain, drives, shipped = tx40
+    sign = np.ones(chain.n)
+    sign[0] = -1.0
+    if column == "q":
+        log = replace(shipped, q=shipped.q * sign, dq=shipped.dq * sign, ddq=shipped.ddq * sign)
+    else:
+        log = replace(shipped, tau=shipped.tau * sign)
+    found = diagnose(log, chain, None, drives)
+    assert found and found[0].cause in ("transmission sign", "torque sign")
+    assert "joint_1" in found[0].evidence
