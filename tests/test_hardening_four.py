@@ -684,3 +684,64 @@ def test_a_negated_position_or_effort_column_is_named(tx40, column):
     found = diagnose(log, chain, None, drives)
     assert found and found[0].cause in ("transmission sign", "torque sign")
     assert "joint_1" in found[0].evidence
+
+
+# ------------------------------------------------------------------ item 22: time, period, dither
+def test_a_time_column_in_ms_read_as_seconds_is_named(capsys, tmp_path):
+    """Item 22 (time unit): the TX40's log with a time column in ms and no unit (read as s: a
+    5 Hz log whose speeds are 1000 times too small, so no sample passes min_speed) was refused
+    with "log more samples"; the refusal names the time column in ms."""
+    (tmp_path / "t.csv").write_text("t\n" + "\n".join(f"{0.2 * i:.1f}" for i in range(45000)))
+    keep = ("lowpass_hz", "lowpass_order", "decimate_to_hz")  # 100 Hz is above a 5 Hz log's
+
+    def edit(text: str) -> str:
+        lines = [line for line in text.splitlines() if not line.startswith(keep)]
+        return "\n".join(lines).replace("sample_period = 0.0002", 'file = "t.csv"\ncolumn = "t"')
+
+    description = _tx40_copy(tmp_path, edit)
+    argv = ["calibrate", "--model", "staubli_tx40", "--log", str(description), "--kind",
+            "dynamic", "--out", str(tmp_path / "o"), "--quiet"]  # fmt: skip
+    line = fails(capsys, argv)
+    assert "look about 1000 times too long (a time column in ms read as s" in line, line
+
+
+def test_a_sample_period_ten_times_too_long_is_named(tmp_path, tx40):
+    """Item 22 (period): the TX40's sample_period written 10 times too long was diagnosed as
+    "1.57 times too long" (the derivatives were filtered for the wrong rate, so the dynamic
+    torques follow no single factor); the log re-differentiated at a tenth of the period
+    names "10 times"."""
+    from workbench.calibration import diagnose
+    from workbench.recordings import read_log
+
+    chain, drives, _ = tx40
+    edit = lambda t: t.replace("sample_period = 0.0002", "sample_period = 0.002")  # noqa: E731
+    log = read_log(_tx40_copy(tmp_path, edit), chain, require=("tau",))
+    (found, *_) = diagnose(log, chain, None, drives)
+    assert found.cause == "sample period", found.message
+    assert "the sample times look 10 times too long" in found.evidence, found.message
+
+
+def test_a_dithering_joint_of_a_bag_is_locked_at_its_median(tmp_path):
+    """Item 22 (dither): a whole robot's bag whose head stands at (0.1, -0.3), dithering by one
+    encoder count (0.0015 rad) above it in a third of the samples (its mean is off): the head
+    is locked at the median (0.1, -0.3), not at 0 nor the mean, and the arm is calibrated.
+    (calibrate's summary.json lists these values:
+    ``test_the_summary_lists_the_locked_joints_and_their_values``.)"""
+    from tests.test_whole_robot import ARMS
+    from workbench.recordings.log_files import logged_joints
+    from workbench.testing.bag_writer import write_joint_states
+
+    arm = ARMS["tiago"]
+    t = 100.0 + 0.01 * np.arange(300)
+    moving = 0.3 * np.sin(np.outer(t, np.arange(1, len(arm) + 1)))
+    head = np.tile([0.1, -0.3], (len(t), 1))
+    head[::3] += 0.0015
+    assert np.mean(head[:, 0]) > 0.1004
+    still = ["head_1_joint", "head_2_joint"]
+    bag = write_joint_states(tmp_path / "run.bag", "ros1", t, [*arm, *still],
+                             position=np.column_stack([moving, head]))  # fmt: skip
+    joints, locked, held = logged_joints(bag, wb.models.movable_joints("tiago"))
+    assert joints == list(arm) and locked == {}
+    assert held == {"head_1_joint": pytest.approx(0.1), "head_2_joint": pytest.approx(-0.3)}
+    chain = wb.models.load("tiago", joints=joints, held=held, moving=True)
+    assert dict(chain.reduction.locked)["head_1_joint"] == pytest.approx(0.1)

@@ -99,6 +99,7 @@ from workbench.calibration.reporting.units import joint_units
 from workbench.chain import REVOLUTE, Chain
 from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
+from workbench.recordings import signals
 from workbench.recordings.log import Log
 
 NOMINAL_WORSE_THAN_ZERO = 1.0
@@ -158,6 +159,44 @@ never helps a model that describes the robot: the TX40's shipped log gets at bes
 (joint 4, whose flip is nearly a symmetry of the arm) and 5 to 370 % higher for the others;
 its joint 1 flipped gets 10 % lower when negated back (nominal drive terms; 2.8 % when
 friction is fitted out instead, below this threshold)."""
+
+TIME_FACTORS = (
+    (
+        10.0,
+        "the sample times look 10 times too long (a sample_period or time unit off by a factor 10)",
+    ),
+    (
+        1e3,
+        "the sample times look 1000 times too long (a time column in ms read as s: [time] "
+        'unit = "ms"; or a sample_period in ms)',
+    ),
+    (
+        1e6,
+        "the sample times look 1e6 times too long (a time column in us read as s: [time] "
+        'unit = "us")',
+    ),
+    (
+        1e9,
+        "the sample times look 1e9 times too long (a time column in ns read as s: [time] "
+        'unit = "ns")',
+    ),
+    (
+        0.1,
+        "the sample times look 10 times too short (a sample_period or time unit off by a "
+        "factor 10)",
+    ),
+    (
+        1e-3,
+        "the sample times look 1000 times too short (a time column in s read as ms, or a "
+        "sample_period in s written as ms)",
+    ),
+)
+"""(factor, what): time stamps ``factor`` times the true ones, tried as corrections of the
+efforts' shape like the positions' (velocities scale with 1/T, accelerations with 1/T^2, so
+the dynamic torques do not follow one factor and the ratios alone name no period)."""
+
+MIN_RATE, MAX_RATE = 1.0, 1e5
+"""Sample rates (Hz) a time correction may lead to: robot logs are sampled at 1 Hz to 100 kHz."""
 
 CAUSES = (
     "constant speed",
@@ -245,7 +284,7 @@ def diagnose(
         return [Diagnosis("transmission sign", "; ".join(flipped + general))]
     if not general and not joints:
         return []
-    shape = _shape_cause(chain, sampled, raw, nominal_drives)
+    shape = _shape_cause(chain, sampled, raw, nominal_drives, log)
     if shape is not None:
         symptoms = "; ".join(general + list(joints.values()))
         return [replace(shape, evidence=f"{shape.evidence}; symptoms: {symptoms}")]
@@ -531,9 +570,10 @@ def _corrections(chain: Chain) -> list[tuple[str, str, Array, np.ndarray | None]
     return out
 
 
-def _shape_cause(chain, log: Log, nominal: Array, nominal_drives) -> Diagnosis | None:
-    """The position or column correction that best explains the efforts' shape, if any
-    (``nominal``: the nominal torques at the log's samples, as described)."""
+def _shape_cause(chain, log: Log, nominal: Array, nominal_drives, full: Log) -> Diagnosis | None:
+    """The position, column or time correction that best explains the efforts' shape, if any
+    (``log``: the compared samples of the ``full`` log; ``nominal``: the nominal torques at
+    them, as described)."""
     before = shape_misfit(*_comparable(log, nominal_drives, log.tau, nominal))
     if before < SHAPE_MISFIT:
         return None
@@ -549,6 +589,15 @@ def _shape_cause(chain, log: Log, nominal: Array, nominal_drives) -> Diagnosis |
         after = shape_misfit(efforts, corrected)
         if best is None or after < best[0]:
             best = (after, cause, what, position, efforts, corrected)
+    for factor, what in TIME_FACTORS:
+        if not MIN_RATE <= factor / _period(full.t) <= MAX_RATE:
+            continue
+        moved = _retimed(full, factor).subset(sample_rows(full))
+        corrected, _ = nominal_torques(chain, moved, nominal_drives)
+        efforts, corrected = _comparable(moved, nominal_drives, log.tau, corrected)
+        after = shape_misfit(efforts, corrected)
+        if after < best[0]:
+            best = (after, "sample period", what, None, efforts, corrected)
     after, cause, what, position, efforts, corrected = best
     if after > SHAPE_IMPROVEMENT * before:
         return None
@@ -566,6 +615,29 @@ def _shape_cause(chain, log: Log, nominal: Array, nominal_drives) -> Diagnosis |
         else:
             evidence += " (its effort is not): the position column's sign or a motor-side sign"
     return Diagnosis(cause, evidence)
+
+
+def _retimed(log: Log, factor: float) -> Log:
+    """``log`` as if its time stamps were ``factor`` times too long: velocities and
+    accelerations differentiated again (accelerations only, from the logged velocities, when
+    the log has them) in the corrected time, after a low-pass at the reader's default cut-off
+    for the corrected rate (a fifth of it, at most 100 Hz) where that is below the one the
+    log was read with (a period read too long filtered too little: a plain rescaling of the
+    derivatives would scale their noise by ``factor**2``)."""
+    dt = _period(log.t) / factor
+    spans = log.segments or ((0, len(log)),)
+    dq, ddq = np.empty_like(log.q), np.empty_like(log.q)
+    for a, b in spans:
+        rate = 1.0 / dt
+        cutoff = min(rate / 5.0, 100.0)
+        source = log.q[a:b] if log.differentiated else log.dq[a:b]
+        if b - a > signals.filter_length(4) and cutoff < rate / 5.0 * factor:
+            source = signals.lowpass(source, rate, cutoff)
+        if log.differentiated:
+            dq[a:b], ddq[a:b] = signals.derivatives(source, dt)
+        else:
+            dq[a:b], ddq[a:b] = log.dq[a:b], np.gradient(source, dt, axis=0)
+    return replace(log, dq=dq, ddq=ddq)
 
 
 def _scale_causes(t, logged, nominal, gravity, found, notes: dict[str, str]) -> list[Diagnosis]:
