@@ -745,3 +745,33 @@ def test_a_dithering_joint_of_a_bag_is_locked_at_its_median(tmp_path):
     assert held == {"head_1_joint": pytest.approx(0.1), "head_2_joint": pytest.approx(-0.3)}
     chain = wb.models.load("tiago", joints=joints, held=held, moving=True)
     assert dict(chain.reduction.locked)["head_1_joint"] == pytest.approx(0.1)
+
+
+# ------------------------------------------------------------------ item 6: rpy in degrees
+@pytest.mark.parametrize("kind", ["rpy", "rotation_vector"])
+def test_rotations_in_degrees_read_as_radians_are_named(tmp_path, kind):
+    """Item 6 (rest): rpy angles (or rotation vectors) in degrees under rotation_unit = "rad"
+    calibrated silently (read as radians, the angles are lost modulo 2 pi); values beyond 2 pi,
+    which no convention gives, are refused naming degrees. The same columns with
+    rotation_unit = "deg" read as scipy's rotations."""
+    from scipy.spatial.transform import Rotation
+
+    from tests.test_recording import static_poses, write_table
+    from workbench.recordings.log_files import read_log
+
+    chain = wb.models.load("planar_2r")
+    rotations = Rotation.random(30, random_state=3)
+    degrees = np.degrees(rotations.as_euler("xyz") if kind == "rpy" else rotations.as_rotvec())
+    write_table(tmp_path / "m.csv", ["qa", "qb", "r", "p", "y"],
+                np.column_stack([static_poses(chain, 30, seed=4), degrees]))  # fmt: skip
+    text = (
+        '[positions]\nfile = "m.csv"\ncolumns = ["qa", "qb"]\n[[markers]]\n'
+        f'rotation = ["r", "p", "y"]\nrotation_type = "{kind}"\nrotation_unit = "UNIT"\n'
+    )
+    (tmp_path / "rad.toml").write_text(text.replace("UNIT", "rad"))
+    with pytest.raises(WorkbenchError, match=r"rotation_unit = \"rad\"\): beyond 2 pi, they look "
+                       r"like degrees \(rotation_unit = \"deg\"\)"):  # fmt: skip
+        read_log(tmp_path / "rad.toml", chain)
+    (tmp_path / "deg.toml").write_text(text.replace("UNIT", "deg"))
+    log = read_log(tmp_path / "deg.toml", chain)
+    np.testing.assert_allclose(log.markers[0].rotation, rotations.as_matrix(), atol=1e-12)
