@@ -775,3 +775,35 @@ def test_rotations_in_degrees_read_as_radians_are_named(tmp_path, kind):
     (tmp_path / "deg.toml").write_text(text.replace("UNIT", "deg"))
     log = read_log(tmp_path / "deg.toml", chain)
     np.testing.assert_allclose(log.markers[0].rotation, rotations.as_matrix(), atol=1e-12)
+
+
+# ------------------------------------------------------------------ item 14: a bag's clock
+def test_the_clock_block_of_a_bag_counts_what_the_bag_holds(tmp_path):
+    """Item 14 (counts): a bag's out-of-order count was 0 (counted after the reader sorted the
+    messages by time) and pure jitter was reported as dropped samples (a late stamp then an
+    early one is a step of about 2 periods). A 100 Hz bag with stamps jittering by up to 10 %
+    of the period, three messages stamped 0.3 periods after their successor, and 5 samples
+    left out: 3 out of order, 5 dropped; without the 5 left out, none dropped. (Jitter of
+    30 % and more still counts some drops: steps of 1.5 periods are not told from drops.)"""
+    from workbench.calibration.simulation.simulate import simulate_log
+    from workbench.recordings.log_files import read_log
+    from workbench.testing.bag_writer import write_joint_states
+
+    chain = wb.models.load("planar_2r")
+    log, _ = simulate_log(chain, kind="dynamic", samples=400)
+    period = float(log.t[1] - log.t[0])
+    jitter = np.random.default_rng(5).uniform(-0.1, 0.1, len(log)) * period
+    stamps = 100.0 + log.t + jitter
+    late = np.array([50, 150, 250])
+    stamps[late] = stamps[late + 1] + 0.3 * period  # after its successor's stamp
+    receive = 100.0 + log.t + 0.002  # the recorder's order: the publishing order
+    for name, keep, out_of_order, dropped in (
+        ("jitter", np.ones(len(log), bool), 3, 0),
+        ("drops", ~np.isin(np.arange(len(log)), [100, 101, 200, 300, 301]), 3, 5),
+    ):
+        bag = write_joint_states(tmp_path / f"{name}.bag", "ros1", stamps[keep],
+                                 chain.joint_names, log.q[keep], effort=log.tau[keep],
+                                 receive_t=receive[keep])  # fmt: skip
+        clock = read_log(bag, chain).clock
+        assert clock["out_of_order_samples"] == out_of_order, (name, clock)
+        assert clock["dropped_samples"] == dropped, (name, clock)

@@ -890,7 +890,11 @@ def _time(
     else:
         t, where = bag_t, f"{positions.path}: time stamps"
     section.done()
-    return t, clock_module.uniform_clock(t, period=period, gap_periods=gap_periods, where=where)
+    clock = clock_module.uniform_clock(t, period=period, gap_periods=gap_periods, where=where)
+    if bag_t is not None:  # read sorted by time: stamps stepping back in recorded order
+        recorded = t[np.argsort(positions.lines, kind="stable")]
+        clock = replace(clock, out_of_order=int(np.count_nonzero(np.diff(recorded) < 0)))
+    return t, clock
 
 
 def _process(
