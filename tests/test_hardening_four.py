@@ -807,3 +807,27 @@ def test_the_clock_block_of_a_bag_counts_what_the_bag_holds(tmp_path):
         clock = read_log(bag, chain).clock
         assert clock["out_of_order_samples"] == out_of_order, (name, clock)
         assert clock["dropped_samples"] == dropped, (name, clock)
+
+
+# ------------------------------------------------------------------ item 21: tiago's payload
+def test_payload_excite_on_a_mobile_base_with_its_whole_arm_moving_finds_a_posture():
+    """Item 21 (second part): ``payload excite --model tiago --link arm_7_link`` with all seven
+    arm joints moving said "move more joints": TIAGo's default tool frame (a laser on the
+    base, below its wheels' axes) was below the "nothing lower than the lowest joint at q = 0"
+    floor in every candidate posture. The floor now includes the tool at q = 0: a posture is
+    found, the robot holds it within its torque limits, and the payload's 10 parameters have
+    full rank there."""
+    from workbench.dynamics.inverse_dynamics import inverse_dynamics
+    from workbench.excitation.payload import frame_on_link, hold_posture, information_rank
+    from workbench.excitation.problem import read_problem
+
+    chain = wb.models.load("tiago", moving=True)
+    problem = read_problem(None, chain)
+    limits = problem.limits.limits(chain, "defaults")
+    arm = [f"arm_{i}_joint" for i in range(1, 8)]
+    posture = hold_posture(chain, "arm_7_link", arm, limits, problem.noise(chain))
+    rest = inverse_dynamics(chain, posture[None], np.zeros((1, chain.n)), np.zeros((1, chain.n)))
+    assert np.all(np.abs(rest) <= limits.torque)
+    moving = np.array([chain.joint_names.index(j) for j in arm])
+    link = frame_on_link(chain, "arm_7_link")[0]
+    assert information_rank(chain, link, moving, posture[None])[0] == 10
