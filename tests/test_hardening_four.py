@@ -60,7 +60,7 @@ from workbench.errors import WorkbenchError
 from workbench.excitation.design import DesignOptions
 from workbench.io import MANIFEST_SUFFIX, atomic_write_text, results_directory
 from workbench.models import urdf_path
-from workbench.recordings.log import Log
+from workbench.recordings.log import Defaults, Log
 
 
 # ------------------------------------------------------------------ losses (items 1-4)
@@ -831,3 +831,36 @@ def test_payload_excite_on_a_mobile_base_with_its_whole_arm_moving_finds_a_postu
     moving = np.array([chain.joint_names.index(j) for j in arm])
     link = frame_on_link(chain, "arm_7_link")[0]
     assert information_rank(chain, link, moving, posture[None])[0] == 10
+
+
+# ------------------------------------------------------------------ issue 36: term_benefits
+@pytest.mark.filterwarnings("ignore:the calibrated model has")
+def test_term_benefits_speak_of_the_final_model(monkeypatch):
+    """Issue 36 (summary consistent with the final model): term_benefits said a further term
+    was kept when the selection chose a model without it. A screening that passes every term
+    (its test forced to say "better") on a log whose truth has none of them: the selection
+    keeps a candidate without them, and each term is ``kept: false, passed_screening:
+    true``."""
+    from workbench.calibration.problems import dynamic_problem
+    from workbench.calibration.selection.term_screening import benefit_rows, screen_terms
+    from workbench.calibration.simulation.simulate import drive_truth, simulate_log
+
+    def lenient(self, score, beats):
+        terms = self.model.drives.terms
+        always = lambda a, b: (True, *beats(a, b)[1:])  # noqa: E731
+        self.candidates, self.term_benefits = screen_terms(terms, dynamic_problem.Terms, score,
+                                                           always)  # fmt: skip
+
+    monkeypatch.setattr(dynamic_problem.DynamicProblem, "screen", lenient)
+    chain = wb.models.load("planar_2r")
+    log, _ = simulate_log(chain, kind="dynamic", samples=600, perturb=0.01, noise=0.01,
+                          drives=drive_truth(chain.n))  # fmt: skip
+    log = replace(log, defaults=Defaults(("friction", "temperature", "sensor_delay"), 5))
+    report = wb.calibration.calibrate(chain, "dynamic", log, Folds(5))
+    assert not {"temperature", "sensor_delay"} & set(report.summary["terms"])
+    benefits = report.summary["term_benefits"]["terms"]
+    assert [b["term"] for b in benefits] == ["temperature", "sensor_delay"]
+    assert all(b["passed_screening"] and not b["kept"] for b in benefits)
+    assert all(b["term"] in report.summary["terms"] for b in benefits if b["kept"])
+    rows = benefit_rows(report.summary["term_benefits"])
+    assert all("not in the final model" in label for label, _ in rows)
