@@ -11,10 +11,13 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 4. ``test_export_never_writes_over_the_summary_it_reads``.
 5. ``test_a_mimic_joint_of_a_calibrated_joint_is_refused_naming_it`` (refused: honouring
    the relation in the calibrated chain is a larger change).
-6. ``test_a_quaternion_in_another_convention_is_named`` (quaternion orders; rpy in degrees
-   read as radians is not recognised: its angles are lost modulo 2 pi).
+6. ``test_a_quaternion_in_another_convention_is_named`` (quaternion orders),
+   ``test_rotations_in_degrees_read_as_radians_are_named`` (rpy angles or rotation vectors
+   beyond 2 pi read as radians are refused as degrees; degrees within 2 pi are not told).
 7. ``test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out``.
 8. ``test_an_axis_too_short_to_normalise_is_refused``.
+9. ``test_a_flipped_transmission_sign_is_named`` (TX40 joint 1 through a ratio of the wrong
+   sign), ``test_a_negated_position_or_effort_column_is_named``.
 10. ``test_a_sparse_velocity_field_of_a_bag_is_not_interpolated``.
 11. ``test_payload_excite_on_a_humanoid_holds_the_joints_off_the_path_at_neutral``.
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
@@ -22,7 +25,9 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 13. ``test_a_diverging_open_loop_simulation_is_a_warning``.
 14. ``test_a_clock_that_jumps_back_is_named`` (header stamps stepping back in recorded order;
     a bag whose recorder's clock also stepped back is read sorted by that clock and is not
-    recognised; the out-of-order and dropped counts of bags are not changed).
+    recognised), ``test_the_clock_block_of_a_bag_counts_what_the_bag_holds`` (out of order
+    counted before sorting; a late stamp then an early one is no drop; jitter of 30 % and
+    more still counts some).
 15. ``test_complex_torques_are_refused_by_the_library``.
 16. ``test_a_billion_design_starts_are_refused``.
 17. ``test_a_bag_path_that_is_no_regular_file_is_refused``,
@@ -32,9 +37,15 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 20. ``test_python_api_errors_are_workbench_errors``.
 21. ``test_a_table_log_of_a_robot_with_coupled_motors_calibrates`` (the coupled-motor
     refusal; the run still ends in an implausible-fit diagnosis, exit 1, since the simulated
-    truth has none of the drive file's terms that the nominal model adds).
+    truth has none of the drive file's terms that the nominal model adds),
+    ``test_payload_excite_on_a_mobile_base_with_its_whole_arm_moving_finds_a_posture``.
 22. ``test_the_summary_lists_the_locked_joints_and_their_values``,
-    ``test_a_duplicated_csv_column_is_named_in_the_log`` (those parts only).
+    ``test_a_duplicated_csv_column_is_named_in_the_log``,
+    ``test_a_time_column_in_ms_read_as_seconds_is_named``,
+    ``test_a_sample_period_ten_times_too_long_is_named``,
+    ``test_a_dithering_joint_of_a_bag_is_locked_at_its_median``.
+
+Issue 36: ``test_term_benefits_speak_of_the_final_model``.
 """
 
 from __future__ import annotations
