@@ -875,3 +875,45 @@ def test_term_benefits_speak_of_the_final_model(monkeypatch):
     assert all(b["term"] in report.summary["terms"] for b in benefits if b["kept"])
     rows = benefit_rows(report.summary["term_benefits"])
     assert all("not in the final model" in label for label, _ in rows)
+
+
+# ------------------------------------------------------------------ trial: fixtures
+MUKCA = Path(urdf_path("staubli_tx40")).parents[1] / "mukca"
+
+
+def _socket_log(tmp_path: Path, rows, extra: str = "") -> Path:
+    """The MUKCa kuka_14 'front' log (ball in socket 0, then socket 1) with the data rows
+    ``rows(lines)`` and ``extra`` appended to its description."""
+    lines = (MUKCA / "kuka_14" / "front.csv").read_text().splitlines()
+    (tmp_path / "front.csv").write_text("\n".join([lines[0], *rows(lines[1:])]) + "\n")
+    text = (MUKCA / "kuka_14" / "front.toml").read_text() + extra
+    (tmp_path / "front.toml").write_text(text)
+    return tmp_path / "front.toml"
+
+
+def test_a_lost_socket_is_refused_not_a_traceback(capsys, tmp_path):
+    """Trial: socket 1 with one sample left (the others lost), held out by the last 20 %:
+    the fold's fit had no sample of it and ended in a LinAlgError traceback; refused naming
+    the fixture."""
+    lost = lambda rows: (
+        [r for r in rows if r.startswith("0,")]
+        + [  # noqa: E731
+            next(r for r in rows if r.startswith("1,"))
+        ]
+    )
+    log = _socket_log(tmp_path, lost)
+    argv = ["calibrate", "--model", str(MUKCA / "urdf" / "iiwa14.urdf"), "--log", str(log),
+            "--kind", "kinematic", "--out", str(tmp_path / "o"), "--quiet"]  # fmt: skip
+    line = fails(capsys, argv)
+    assert "fixture 'socket_1' has 0 of its 1 samples among the training samples" in line, line
+
+
+def test_two_distances_between_one_pair_are_refused(tmp_path):
+    """Trial: a second [[distances]] between the same sockets (0.08 m after 0.05 m, in the
+    other order) calibrated to a compromise with exit 0; refused naming the pair."""
+    from workbench.recordings.log_files import read_log
+
+    extra = '[[distances]]\nbetween = ["socket_1", "socket_0"]\nvalue = 0.08\n'
+    log = _socket_log(tmp_path, lambda rows: rows, extra)
+    with pytest.raises(WorkbenchError, match="a second distance between 'socket_1' and"):
+        read_log(log, wb.models.load(str(MUKCA / "urdf" / "iiwa14.urdf")))
