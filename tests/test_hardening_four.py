@@ -895,12 +895,12 @@ def test_a_lost_socket_is_refused_not_a_traceback(capsys, tmp_path):
     """Trial: socket 1 with one sample left (the others lost), held out by the last 20 %:
     the fold's fit had no sample of it and ended in a LinAlgError traceback; refused naming
     the fixture."""
-    lost = lambda rows: (
-        [r for r in rows if r.startswith("0,")]
-        + [  # noqa: E731
+
+    def lost(rows: list[str]) -> list[str]:
+        return [r for r in rows if r.startswith("0,")] + [
             next(r for r in rows if r.startswith("1,"))
         ]
-    )
+
     log = _socket_log(tmp_path, lost)
     argv = ["calibrate", "--model", str(MUKCA / "urdf" / "iiwa14.urdf"), "--log", str(log),
             "--kind", "kinematic", "--out", str(tmp_path / "o"), "--quiet"]  # fmt: skip
@@ -917,3 +917,23 @@ def test_two_distances_between_one_pair_are_refused(tmp_path):
     log = _socket_log(tmp_path, lambda rows: rows, extra)
     with pytest.raises(WorkbenchError, match="a second distance between 'socket_1' and"):
         read_log(log, wb.models.load(str(MUKCA / "urdf" / "iiwa14.urdf")))
+
+
+# ------------------------------------------------------------------ trial: parallel-robot folders
+def test_a_parallel_robot_folder_missing_a_mesh_says_so(capsys, tmp_path):
+    """Trial: the five-bar folder (its upstream form, with its STL files) with the rod mesh
+    deleted exported with exit 0 and 2 meshes instead of 5, without a word; the export still
+    runs (meshes are visual) and warns naming the file and the links."""
+    from tests.test_robot_folder import FOLDERS
+
+    folder = tmp_path / "5bar"
+    shutil.copytree(FOLDERS / "5bar_linkage", folder)
+    names = set(re.findall(r'filename="package:///([^"]+)"', (folder / "robot.urdf").read_text()))
+    for name in names - {"rod.stl"}:  # the meshes of the upstream folder but the rod's
+        (folder / name).write_text("solid empty\nendsolid empty\n")
+    assert main(["export", str(folder), "--mjcf", str(tmp_path / "five.xml")]) == 0
+    captured = capsys.readouterr()
+    assert "3 visual mesh file(s) not found, left out: package:///rod.stl (link 'rod')" in (
+        captured.err
+    ), captured.err
+    assert "2 meshes" in captured.out
