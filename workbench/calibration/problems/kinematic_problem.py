@@ -162,6 +162,8 @@ class KinematicCalibrationProblem(SampleBlocks):
         """Calibrate ``candidate`` (default: the last, most flexible) on ``rows`` (None: all);
         every candidate on the same rows starts from one ``frames`` fit."""
         candidate = candidate or self.candidates[-1]
+        if rows is not None:
+            self._check_fixtures_seen(rows)
         if rows is None and candidate == self.nominal_candidate and self._nominal_fit:
             return self._nominal_fit
         problem = self.problem if rows is None else self.problem.subset(rows)
@@ -206,6 +208,19 @@ class KinematicCalibrationProblem(SampleBlocks):
         r, J = problem.evaluate(start)
         C = problem.coordinate_jacobian(start, linear) @ S
         return ridge_by_evidence(J @ S, r, C, scale2, start.coordinates)
+
+    def _check_fixtures_seen(self, rows: np.ndarray) -> None:
+        """Refuse training ``rows`` that hold too few samples of a fixture to place it (a point
+        one, a plane three): the fixture's unknowns would be fitted to nothing."""
+        for f in self.problem.fixtures:
+            seen, need = int(np.count_nonzero(f.rows[rows])), 1 if f.kind == "point" else 3
+            if seen < need:
+                raise WorkbenchError(
+                    f"fixture {f.name!r} has {seen} of its {int(np.count_nonzero(f.rows))} "
+                    f"samples among the training samples of a validation fold, too few to place "
+                    f"its {f.kind}: log it throughout the recording, or shuffle the folds "
+                    "([validation] shuffle = true) or hold out less"
+                )
 
     def baseline(self, rows: np.ndarray | None):
         """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""
