@@ -5,7 +5,8 @@ Runs the shipped kinematic recordings through the command a user runs
 dinova_1, the simulated tiago mocap log of ``bench_kinematic_tiago.py``)
 into ``FOLDER/<name>/``, or compares every number of two such folders'
 ``summary.json`` (same keys, same strings, numbers equal to ``--rtol``
-relative, default 1e-9; the folders' own paths in strings aside)::
+relative, default 1e-9, by ``compare_summaries.walk``; the folders' own
+paths in strings aside; times skipped)::
 
     python benchmarks/kinematic_summaries.py run FOLDER
     python benchmarks/kinematic_summaries.py compare BEFORE AFTER [--rtol 1e-9]
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 
 from bench_kinematic_tiago import write_log
+from compare_summaries import walk
 
 ROOT = Path(__file__).resolve().parents[1]
 MUKCA = ROOT / "models" / "mukca"
@@ -49,29 +51,9 @@ def run(folder: Path) -> None:
             print(done.stderr, file=sys.stderr)
 
 
-def differences(a: object, b: object, rtol: float, where: str = "") -> list[str]:
-    """Where ``a`` and ``b`` differ: keys, strings, or numbers beyond ``rtol`` relative."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        if a.keys() != b.keys():
-            return [f"{where}: keys {sorted(a.keys() ^ b.keys())}"]
-        return [d for k in a for d in differences(a[k], b[k], rtol, f"{where}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{where}: {len(a)} against {len(b)} entries"]
-        return [
-            d
-            for i, (x, y) in enumerate(zip(a, b, strict=True))
-            for d in differences(x, y, rtol, f"{where}[{i}]")
-        ]
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
-        if abs(a - b) <= rtol * max(abs(a), abs(b)):
-            return []
-        return [f"{where}: {a!r} against {b!r} (relative {abs(a - b) / max(abs(a), abs(b)):.1e})"]
-    return [] if a == b else [f"{where}: {a!r} against {b!r}"]
-
-
 def compare(before: Path, after: Path, rtol: float) -> int:
+    """Per run, its numbers and those beyond ``rtol`` relative, and other differences
+    (:func:`compare_summaries.walk`); 1 when any."""
     worst = 0
     for path in sorted(before.glob("*/summary.json")):
         other = after / path.parent.name / "summary.json"
@@ -81,24 +63,16 @@ def compare(before: Path, after: Path, rtol: float) -> int:
             continue
         mine = json.loads(path.read_text().replace(str(before), "FOLDER"))
         theirs = json.loads(other.read_text().replace(str(after), "FOLDER"))
-        found = differences(mine, theirs, rtol)
-        count = sum(1 for _ in _numbers(json.loads(path.read_text())))
-        print(f"{path.parent.name}: {count} numbers, {len(found)} differ beyond {rtol:g}")
-        for line in found[:20]:
-            print("   ", line)
-        worst = max(worst, int(bool(found)))
+        numbers, texts = [], []
+        walk(mine, theirs, "", numbers, texts)
+        beyond = [(d, where) for d, where in numbers if d > rtol]
+        print(f"{path.parent.name}: {len(numbers)} numbers, {len(beyond)} differ beyond {rtol:g}")
+        for d, where in beyond[:20]:
+            print(f"    {where}: relative {d:.1e}")
+        for line in texts:
+            print("    differs:", line)
+        worst = max(worst, int(bool(beyond or texts)))
     return worst
-
-
-def _numbers(value: object):
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _numbers(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _numbers(v)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield value
 
 
 def main() -> None:

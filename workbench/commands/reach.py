@@ -34,6 +34,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy  # noqa: F401  (both processes use them: imported once, before the fork)
+    import pinocchio  # noqa: F401
+
+    from workbench.viz import drawing
+
+    # plots and animation drawn beside the solve
+    with drawing.worker("workbench.viz.plots", "workbench.viz.viewer"):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from workbench.io import check_not_input, check_output_directory
     from workbench.ocp import kinds
     from workbench.resources import shipped

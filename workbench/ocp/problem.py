@@ -191,7 +191,9 @@ class ReachResult:
     ``transcription_error`` the error the knots make
     (:func:`workbench.ocp.reach.transcription_error`); ``warnings`` says
     when it is too large to trust the plan, or the plan cannot be simulated.
-    ``problem`` and ``model`` (the nominal closed chain) are what was solved.
+    ``problem`` and ``model`` (the nominal closed chain) are what was solved;
+    ``drawings`` the result files being drawn since the solve
+    (:func:`workbench.ocp.report.draw_figures`), empty until then.
     """
 
     status: str
@@ -213,6 +215,7 @@ class ReachResult:
     warnings: list[str] = field(default_factory=list)
     problem: ReachProblem | None = None
     model: ClosedChain | None = field(default=None, repr=False, compare=False)
+    drawings: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def unit(self) -> str:

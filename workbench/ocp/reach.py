@@ -210,6 +210,7 @@ def solve(
     progress: bool = True,
     functions: Callable[..., dict] = model_callbacks,
     warm: dict[str, Array] | None = None,
+    on_solved: Callable[[ReachResult], None] | None = None,
 ) -> ReachResult:
     """Solve ``problem`` with IPOPT; targets the inverse kinematics cannot reach and
     infeasible solves are statuses, a target beyond the tool's reach (:func:`check_reach`)
@@ -220,7 +221,9 @@ def solve(
     the analytic callbacks, e.g. CasADi-native ones for comparison). ``warm``
     (arrays t, q, dq, ddq of a previous solve, e.g. a sweep's neighbour)
     starts IPOPT there instead of from ``problem.warm_start`` or the
-    minimum-jerk guess. Ctrl-C during the solve raises KeyboardInterrupt,
+    minimum-jerk guess. ``on_solved(result)`` is called on a solved result before
+    its open-loop simulation (e.g. to start drawing it). Ctrl-C during the solve
+    raises KeyboardInterrupt,
     SIGTERM (under the command line's handlers,
     :func:`workbench.io.raise_on_sigterm`) Terminated, once IPOPT has
     stopped, whether a callback or IPOPT's own check caught it.
@@ -303,6 +306,8 @@ def solve(
         model=model,
     )
     if result.status == "solved":
+        if on_solved is not None:
+            on_solved(result)
         if design is not None:
             phi = np.array(result.design["link_phi"])
             model = model.with_inertias(matrix_from_phi(phi))

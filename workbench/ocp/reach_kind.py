@@ -14,7 +14,7 @@ from pathlib import Path
 from workbench.lie import Array
 from workbench.ocp import reach
 from workbench.ocp.problem import ReachProblem, ReachResult
-from workbench.ocp.report import write_results
+from workbench.ocp.report import draw_figures, write_results
 
 NAME = "reach"
 
@@ -27,8 +27,13 @@ def read(raw: dict, source: str, base: Path) -> ReachProblem:
 def solve(
     problem: ReachProblem, progress: bool = True, warm: dict[str, Array] | None = None
 ) -> ReachResult:
-    """Solve on the problem's closed chain (:func:`workbench.ocp.reach.solve`)."""
-    return reach.solve(problem, progress=progress, warm=warm)
+    """Solve on the problem's closed chain (:func:`workbench.ocp.reach.solve`); the figures
+    are drawn from the solve on (in the drawing worker when there is one)."""
+    return reach.solve(problem, progress=progress, warm=warm, on_solved=_draw)
+
+
+def _draw(result: ReachResult) -> None:
+    result.drawings = draw_figures(result)
 
 
 def write(result: ReachResult, stage: Path) -> None:

@@ -23,12 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from workbench.closed_chains.model import ClosedChain
-from workbench.closed_chains.robot_folder import is_robot_folder
-from workbench.models.urdf import urdf_string
 from workbench.ocp.problem import ReachProblem, ReachResult
-from workbench.viz import plots, viewer
+from workbench.viz import drawing
+from workbench.viz.drawing import Drawing
 from workbench.viz.report_page import write_report_page
-from workbench.viz.scene import Robot
 
 
 def joint_label(name: str) -> str:
@@ -54,43 +52,65 @@ def write_results(
     table = np.column_stack([result.t, result.q, result.dq, result.ddq, result.tau])
     np.savetxt(stage / "trajectory.csv", table, delimiter=",", header=",".join(header), comments="")
 
-    images = [
-        plots.plot_joint_trajectories(
-            stage / "joint_angles.png", result.t, result.q, [f"q{j}" for j in labels],
+    drawings = result.drawings or draw_figures(result)
+    urdf = model.urdf_path
+    if "animation.html" not in drawings:  # a robot folder's tree: joints replaced
+        from workbench.models.urdf import urdf_string
+
+        urdf = stage / "tree.urdf"
+        urdf.write_text(urdf_string(model.tree), encoding="utf-8")
+        drawings["animation.html"] = _animation(urdf, result)
+    images = [drawings[name].write(stage) for name in drawings if name.endswith(".png")]
+    animation = drawings["animation.html"].write(stage).read_text(encoding="utf-8")
+    rows = [(key, value) for key, value in summary.items() if key != "design"]
+    write_report_page(
+        stage / "report.html", f"Reaching with {model.name}: {problem.source}", rows, images,
+        warnings=result.warnings, animation=animation,
+    )  # fmt: skip
+
+
+def draw_figures(result: ReachResult) -> dict[str, Drawing]:
+    """The plots and (for a model from a URDF) the animation of a solved ``result``, by file
+    name, sent to the drawing worker when the command started one (:mod:`workbench.viz.drawing`)."""
+    from workbench.closed_chains.robot_folder import is_robot_folder
+
+    model = result.model
+    tree = model.tree
+    labels = [joint_label(name) for name in tree.joint_names]
+    motors = [joint_label(name) for name in model.actuated]
+    drawings = [
+        drawing.draw(
+            "joint_angles.png", "workbench.viz.plots:plot_joint_trajectories", result.t, result.q,
+            [f"q{j}" for j in labels],
             title=f"Joint values (motors: {', '.join(model.actuated)})", ylabel="rad or m",
             limits=(tree.lower, tree.upper),
         ),
-        plots.plot_torques(
-            stage / "motor_torques.png", result.t, result.tau, [f"tau{j}" for j in motors],
-            limits=tree.effort_limit[model.motor_indices],
+        drawing.draw(
+            "motor_torques.png", "workbench.viz.plots:plot_torques", result.t, result.tau,
+            [f"tau{j}" for j in motors], limits=tree.effort_limit[model.motor_indices],
         ),
-        plots.plot_power_energy(
-            stage / "power_energy.png", result.t, result.tau, result.dq[:, model.motor_indices]
+        drawing.draw(
+            "power_energy.png", "workbench.viz.plots:plot_power_energy", result.t, result.tau,
+            result.dq[:, model.motor_indices],
         ),
     ]  # fmt: skip
     if result.design:
         variables = result.design["variables"]
         names = list(variables)
-        images.append(
-            plots.plot_design(
-                stage / "design.png",
-                [
-                    f"{name.replace('_offset', ' distance').replace('_', ' ')} [mm]"
-                    for name in names
-                ],
-                [1e3 * variables[name]["before"] for name in names],
-                [1e3 * variables[name]["after"] for name in names],
-            )
-        )
-    urdf = model.urdf_path
-    if model.source is not None and is_robot_folder(model.source):  # its tree: joints replaced
-        urdf = stage / "tree.urdf"
-        urdf.write_text(urdf_string(model.tree), encoding="utf-8")
-    robot = Robot.from_urdf(urdf)
-    animation = viewer.static_html(robot, result.t, result.q, tool_frame=tree.tool_name)
-    (stage / "animation.html").write_text(animation, encoding="utf-8")
-    rows = [(key, value) for key, value in summary.items() if key != "design"]
-    write_report_page(
-        stage / "report.html", f"Reaching with {model.name}: {problem.source}", rows, images,
-        warnings=result.warnings, animation=animation,
+        drawings.append(drawing.draw(
+            "design.png",
+            "workbench.viz.plots:plot_design",
+            [f"{name.replace('_offset', ' distance').replace('_', ' ')} [mm]" for name in names],
+            [1e3 * variables[name]["before"] for name in names],
+            [1e3 * variables[name]["after"] for name in names],
+        ))  # fmt: skip
+    if model.source is None or not is_robot_folder(model.source):
+        drawings.append(_animation(model.urdf_path, result))
+    return {d.name: d for d in drawings}
+
+
+def _animation(urdf: Path, result: ReachResult) -> Drawing:
+    return drawing.draw(
+        "animation.html", "workbench.viz.viewer:write_urdf_html", str(urdf), result.t, result.q,
+        tool_frame=result.model.tree.tool_name,
     )  # fmt: skip

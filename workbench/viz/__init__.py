@@ -3,7 +3,8 @@
 * :mod:`workbench.viz.plots`: the shared matplotlib figures, written as PNG;
 * :mod:`workbench.viz.scene`: a URDF robot, its animation and tool path in a meshcat scene;
 * :mod:`workbench.viz.viewer`: self-contained HTML export and the live meshcat server;
-* :mod:`workbench.viz.playback`: reading a results directory or trajectory file to show.
+* :mod:`workbench.viz.playback`: reading a results directory or trajectory file to show;
+* :mod:`workbench.viz.drawing`: result files drawn in a worker process beside a command.
 
 Names are imported on first use (``wb.viz.write_html``), so that importing
 one does not load the others' dependencies.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from workbench.exports import exports
 
 _NAMES = {
+    "drawing": None,
     "playback": None,
     "plots": None,
     "scene": None,

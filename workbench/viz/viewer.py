@@ -108,6 +108,14 @@ def write_html(
     return atomic_write_text(path, static_html(robot, t, q, tool_frame=tool_frame))
 
 
+def write_urdf_html(
+    path: str | os.PathLike, urdf: str, t: Array, q: Array, *, tool_frame: str | None = None
+) -> Path:
+    """:func:`write_html` of the robot of the URDF file ``urdf`` (a drawing job's form,
+    :mod:`workbench.viz.drawing`)."""
+    return write_html(path, Robot.from_urdf(urdf), t, q, tool_frame=tool_frame)
+
+
 def serve(
     robot: Robot,
     t: Array,

@@ -52,7 +52,7 @@ from workbench.calibration.problems.parameter_figures import std_figure
 from workbench.calibration.reporting.joint_figures import summary_line
 from workbench.calibration.selection.term_screening import benefit_rows
 from workbench.io import atomic_write_text
-from workbench.viz.plots import plot_heldout_torques, plot_residuals
+from workbench.viz import drawing
 from workbench.viz.report_page import write_report_page
 
 PLOTTED_SAMPLES = 5_000
@@ -201,6 +201,23 @@ def write_report(
 ) -> Path:
     """Write the results (module docstring) into ``directory``."""
     directory = Path(directory)
+    h = report.heldout
+    drawings = [  # drawn in the drawing worker while the files below are written, if any
+        drawing.draw(
+            "residuals.png", "workbench.viz.plots:plot_residuals", h.before, h.after, h.labels,
+            unit=h.unit,
+        )
+    ]  # fmt: skip
+    if h.measured is not None:
+        k = slice(None, None, max(1, -(-len(h.t) // PLOTTED_SAMPLES)))
+        measured = h.measured[k]
+        drawings.append(
+            drawing.draw(
+                "heldout_torques.png", "workbench.viz.plots:plot_heldout_torques", h.t[k],
+                measured, measured + h.after[k], measured + h.before[k], h.labels,
+                ylabel="torque [N m]" if h.unit == "N m" else "effort [unit in each title]",
+            )
+        )  # fmt: skip
     written = ["summary.json", "parameters.csv", "report.html", *report.files]
     if report.urdf is not None:
         atomic_write_text(directory / "calibrated.urdf", report.urdf)
@@ -208,18 +225,7 @@ def write_report(
     for name, text in report.files.items():
         atomic_write_text(directory / name, text)
     atomic_write_text(directory / "parameters.csv", parameters_csv(report.parameters))
-    h = report.heldout
-    plots = [plot_residuals(directory / "residuals.png", h.before, h.after, h.labels, unit=h.unit)]
-    if h.measured is not None:
-        k = slice(None, None, max(1, -(-len(h.t) // PLOTTED_SAMPLES)))
-        measured = h.measured[k]
-        plots.append(
-            plot_heldout_torques(
-                directory / "heldout_torques.png", h.t[k], measured, measured + h.after[k],
-                measured + h.before[k], h.labels,
-                ylabel="torque [N m]" if h.unit == "N m" else "effort [unit in each title]",
-            )
-        )  # fmt: skip
+    plots = [d.write(directory) for d in drawings]
     summary = report.summary | {
         "urdf": "calibrated.urdf" if report.urdf is not None else None,
         "files": sorted(written),

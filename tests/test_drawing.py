@@ -1,0 +1,62 @@
+"""Result files drawn by the drawing worker are the files drawn in the process itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from workbench.viz import drawing
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DRAW = """
+import sys
+from pathlib import Path
+import numpy as np
+from workbench.viz import drawing
+
+out = Path(sys.argv[1])
+t = np.linspace(0.0, 1.0, 20)
+tau = np.column_stack([np.sin(t), np.cos(t)])
+def draw():
+    return drawing.draw("motor_torques.png", "workbench.viz.plots:plot_torques", t, tau,
+                        ["tau1", "tau4"], limits=np.array([2.0, 3.0]))
+with drawing.worker("workbench.viz.plots"):
+    there = draw()
+    assert there.pending is not None
+    there.write(out / "worker")
+    assert "matplotlib" not in sys.modules  # imported by the worker only
+draw().write(out / "here")
+"""
+
+
+def test_the_worker_draws_the_same_file_and_this_process_imports_no_matplotlib(tmp_path):
+    for name in ("here", "worker"):
+        (tmp_path / name).mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-c", DRAW, str(tmp_path)], env=env, check=True)
+    here, worker = (tmp_path / name / "motor_torques.png" for name in ("here", "worker"))
+    assert here.read_bytes().startswith(b"\x89PNG")
+    assert worker.read_bytes() == here.read_bytes()
+
+
+def test_no_worker_is_forked_beside_other_threads(tmp_path):
+    """A process with another thread draws in the process itself (no fork)."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with drawing.worker("workbench.viz.plots"):
+            t, ones = np.linspace(0.0, 1.0, 5), np.ones((5, 1))
+            d = drawing.draw("power.png", "workbench.viz.plots:plot_power_energy", t, ones, ones)
+            assert d.pending is None
+            path = d.write(tmp_path)
+    finally:
+        stop.set()
+        other.join()
+    assert path.read_bytes().startswith(b"\x89PNG")
