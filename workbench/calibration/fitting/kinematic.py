@@ -61,7 +61,10 @@ linearisation folds the rows of ``[J P | r]`` (P the candidate directions of
 identifiable subspace (the singular values and right singular vectors of J P
 are those of R) and the Levenberg-Marquardt normal equations, and a trial step
 costs one residual pass. :meth:`KinematicProblem.evaluate` still returns the
-dense Jacobian for callers that want it.
+dense Jacobian for callers that want it. A step moves the joint frames as
+arrays (the operations of :meth:`Chain.with_eta`, so that a fit's numbers
+are those of a chain update); the iterations build no chain
+(:class:`KinematicModel`) except for the compliance's gravity torques.
 """
 
 from __future__ import annotations
