@@ -80,3 +80,14 @@ def test_nothing_to_pull_or_too_few_data_is_no_ridge():
     assert ridge_by_evidence(J, r, C, np.zeros(10), np.zeros(10)) == 0.0
     assert ridge_by_evidence(J[:1], r[:1], C, scale2, np.zeros(10)) == 0.0
     assert ridge_by_evidence(J, r, C, scale2, np.zeros(10)) > 0.0
+
+
+def test_noise_free_residuals_are_the_data_alone():
+    """Residuals of an exact model (no noise): the evidence grows as the ridge falls, and the
+    ridge is 0, so that the fit recovers the truth exactly (a ridge of 1e-10 would not)."""
+    rng, J, C, scale2 = _problem(3)
+    truth = rng.normal(size=J.shape[1]) * 1e-3
+    r = -J @ truth
+    evidence = log_evidence(J, r, C, scale2, np.zeros(C.shape[0]))
+    assert np.argmax(evidence) == 0
+    assert ridge_by_evidence(J, r, C, scale2, np.zeros(C.shape[0])) == 0.0

@@ -71,7 +71,9 @@ def ridge_by_evidence(
     J: Array, r: Array, C: Array, scale2: Array, coordinates: Array, ridges: Array = GRID
 ) -> float:
     """The ridge of ``ridges`` with the largest :func:`log_evidence`; 0 when there are no
-    coordinates to pull, or the data do not determine the evidence (``m + k <= s``)."""
+    coordinates to pull, the data do not determine the evidence (``m + k <= s``), or the
+    evidence is largest at the smallest ridge tried (the data alone: noise-free residuals
+    make the evidence grow without bound as the ridge falls)."""
     m, s = J.shape
     k = int(np.sum(scale2 > 0))
     if k == 0 or m + k <= s:
@@ -79,4 +81,5 @@ def ridge_by_evidence(
     evidence = log_evidence(J, r, C, scale2, coordinates, ridges)
     if not np.any(np.isfinite(evidence)):
         return 0.0
-    return float(ridges[int(np.argmax(evidence))])
+    best = int(np.argmax(evidence))
+    return 0.0 if best == int(np.argmin(ridges)) else float(ridges[best])
