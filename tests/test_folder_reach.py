@@ -11,7 +11,8 @@ must be within 1 mm too.
 The 5bar_linkage weighs 1.3e6 kg (its README): its open-loop dynamics are
 unstable (linearised eigenvalues up to +60 1/s) and stiff (reduced inertia
 eigenvalues from 2 to 1.6e5), so its problem is a short, fast move with large
-torques (its simulation needs 8 RK4 steps per knot interval). The delta's three
+torques (on 0.1 s and longer moves one RK4 step per knot interval of the
+simulation diverges, and the reach then simulates with 8 or 64). The delta's three
 rods spin freely between ball joints (idle joints, planned with zero force).
 cassie_like is not here: its two idle rods have a reduced inertia of 4.7e-6
 kg m^2, and IPOPT wanders along them (steps of 1e2-1e3) without converging.
