@@ -22,6 +22,7 @@ from workbench.cli import main
 from workbench.eta import twist_covariance
 from workbench.identification.drives import Drives
 from workbench.identification.torque_model import TorqueModel
+from workbench.models.urdf import load_urdf
 from workbench.testing import central_differences
 
 
@@ -227,8 +228,8 @@ def test_cli_end_to_end(tmp_path, kind):
     assert main([*args, "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rms"]["validation_after"] < 1e-8
-    truth = wb.load_urdf(tmp_path / f"{kind}.truth.urdf")
-    calibrated = wb.load_urdf(out / "calibrated.urdf")
+    truth = load_urdf(tmp_path / f"{kind}.truth.urdf")
+    calibrated = load_urdf(out / "calibrated.urdf")
     assert np.abs(calibrated.twists - truth.twists).max() < 1e-8
     expected = {"calibrated.urdf", "parameters.csv", "report.html", "residuals.png", "summary.json"}
     if kind == "twist":

@@ -11,6 +11,7 @@ import pytest
 
 import workbench as wb
 from tests.conftest import random_state
+from workbench.models.urdf import load_urdf
 from workbench.testing.pinocchio_reference import rnea
 
 
@@ -113,7 +114,7 @@ def test_unknown_model_and_missing_urdf():
     with pytest.raises(wb.WorkbenchError, match="unknown model 'kuka'; known models:"):
         wb.models.load("kuka")
     with pytest.raises(wb.WorkbenchError, match=r"URDF file not found: /nonexistent\.urdf"):
-        wb.load_urdf("/nonexistent.urdf")
+        load_urdf("/nonexistent.urdf")
 
 
 def test_continuous_joints_load_and_other_types_are_named(tmp_path):
@@ -125,13 +126,13 @@ def test_continuous_joints_load_and_other_types_are_named(tmp_path):
         <joint name="spin" type="continuous"><parent link="base"/><child link="wheel"/>
         <axis xyz="0 0 1"/></joint></robot>"""
     urdf.write_text(text)
-    chain = wb.load_urdf(urdf)
+    chain = load_urdf(urdf)
     assert chain.joint_kinds == ("revolute",) and np.isinf(chain.upper[0])
     tau = wb.inverse_dynamics(chain, np.zeros((1, 1)), np.zeros((1, 1)), np.ones((1, 1)))
     assert tau[0, 0] == pytest.approx(1.0, rel=1e-12)  # izz about the axis through the origin
     urdf.write_text(text.replace('type="continuous"', 'type="planar"'))
     with pytest.raises(wb.WorkbenchError, match="joint 'spin' is a planar joint"):
-        wb.load_urdf(urdf)
+        load_urdf(urdf)
 
 
 def test_info_command_prints_model_and_fails_in_one_line():

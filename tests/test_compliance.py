@@ -225,3 +225,23 @@ def test_stiffness_in_mujoco_holds_the_deflected_arm_against_gravity(ur5, tmp_pa
         assert np.allclose(data.qfrc_passive, -(link - motor) * STIFFNESS)  # the springs
         assert np.abs(data.qfrc_passive - data.qfrc_bias).max() < 1e-2 * np.abs(tau).max()
         assert np.abs(data.qfrc_bias).max() > 10.0
+
+
+def test_compliance_the_data_cannot_see_is_held_rigid(ur5):
+    """Two logs where no compliance can be told from zero, each refused by the rule
+    (:func:`~workbench.calibration.fitting.kinematic._solve_physical`): a model without
+    masses (no gravity torque: every compliance unseen, its standard deviation 0, which a
+    t-test alone passes), and springs so stiff (1e8 N m/rad, beyond any robot joint's) that
+    they deflect the tool by less than the noise. Both fits end rigid: the ``twists`` fit
+    with every compliance 0."""
+    massless = replace(ur5, inertias=np.zeros_like(ur5.inertias))
+    log, deflections = compliant_log(massless, np.zeros(ur5.n), seed=5)
+    assert not np.any(deflections)
+    problem = KinematicCalibrationProblem(massless, log, Options())
+    fit = problem.fit(None, Candidate("compliance"))
+    assert fit.parameters == "twists" and not np.any(fit.model.compliance)
+    log, deflections = compliant_log(ur5, np.full(ur5.n, 1e8), seed=5)
+    assert 0.0 < np.abs(deflections).max() < 1e-6  # rad: below NOISE over a 1 m arm
+    problem = KinematicCalibrationProblem(ur5, log, Options())
+    fit = problem.fit(None, Candidate("compliance"))
+    assert fit.parameters == "twists" and not np.any(fit.model.compliance)

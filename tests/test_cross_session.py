@@ -21,22 +21,14 @@ from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import perturbed_truth, simulate_log
 from workbench.recordings.log import Marker
 from workbench.recordings.recording import read_description
+from workbench.testing.pinocchio_reference import tool_poses
 
 NOISE = 2e-5  # m per coordinate
 
 
 def tool_positions(chain: wb.Chain, q: np.ndarray) -> np.ndarray:
     """Tool positions (N, 3) of ``chain`` by Pinocchio."""
-    import pinocchio as pin
-
-    model = wb.to_pinocchio(chain)
-    data = model.createData()
-    frame = model.getFrameId(chain.tool_name)
-    out = []
-    for sample in q:
-        pin.framesForwardKinematics(model, data, sample)
-        out.append(data.oMf[frame].translation.copy())
-    return np.array(out)
+    return tool_poses(chain, q)[:, :3, 3]
 
 
 def session(chain, truth, device: np.ndarray, seed: int, source: str):
@@ -106,18 +98,10 @@ def held_out_distances(chain, q, measured, train, test) -> np.ndarray:
     """Distances on ``test`` of ``X T(q) m`` with the device pose X (rotation vector and
     translation) and the tool point m (in the tool frame) fitted on ``train`` by SciPy's
     least squares, the tool poses T(q) from Pinocchio."""
-    import pinocchio as pin
     from scipy.optimize import least_squares
     from scipy.spatial.transform import Rotation
 
-    model = wb.to_pinocchio(chain)
-    data = model.createData()
-    frame = model.getFrameId(chain.tool_name)
-    poses = []
-    for s in q:
-        pin.framesForwardKinematics(model, data, s)
-        poses.append(data.oMf[frame].homogeneous.copy())
-    poses = np.array(poses)
+    poses = tool_poses(chain, q)
 
     def predict(x, rows):
         R = Rotation.from_rotvec(x[:3]).as_matrix()

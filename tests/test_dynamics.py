@@ -8,6 +8,7 @@ import pytest
 
 import workbench as wb
 from tests.conftest import ROBOTS, random_state
+from workbench.models.urdf import load_urdf
 from workbench.testing.pinocchio_reference import rnea
 
 
@@ -85,7 +86,7 @@ def test_eta_update_matches_pinocchio_and_urdf(chains, tmp_path):
     pin_model = wb.to_pinocchio(moved)
     assert relative_error(ours, rnea(pin_model, q, dq, ddq, moved.tool_name, f)) < 1e-10
     path = wb.write_urdf(moved, tmp_path / "moved.urdf")
-    reloaded = wb.load_urdf(path)
+    reloaded = load_urdf(path)
     assert reloaded.joint_names == moved.joint_names
     assert reloaded.tool_name == moved.tool_name
     urdf_model = wb.pinocchio_conversion.load_urdf_model(path)

@@ -11,10 +11,13 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 4. ``test_export_never_writes_over_the_summary_it_reads``.
 5. ``test_a_mimic_joint_of_a_calibrated_joint_is_refused_naming_it`` (refused: honouring
    the relation in the calibrated chain is a larger change).
-6. ``test_a_quaternion_in_another_convention_is_named`` (quaternion orders; rpy in degrees
-   read as radians is not recognised: its angles are lost modulo 2 pi).
+6. ``test_a_quaternion_in_another_convention_is_named`` (quaternion orders),
+   ``test_rotations_in_degrees_read_as_radians_are_named`` (rpy angles or rotation vectors
+   beyond 2 pi read as radians are refused as degrees; degrees within 2 pi are not told).
 7. ``test_zero_and_non_unit_quaternions_of_a_bag_are_normalised_or_left_out``.
 8. ``test_an_axis_too_short_to_normalise_is_refused``.
+9. ``test_a_flipped_transmission_sign_is_named`` (TX40 joint 1 through a ratio of the wrong
+   sign), ``test_a_negated_position_or_effort_column_is_named``.
 10. ``test_a_sparse_velocity_field_of_a_bag_is_not_interpolated``.
 11. ``test_payload_excite_on_a_humanoid_holds_the_joints_off_the_path_at_neutral``.
 12. ``test_tampered_results_are_not_exported`` (the values read; what the export refuses of
@@ -22,7 +25,9 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 13. ``test_a_diverging_open_loop_simulation_is_a_warning``.
 14. ``test_a_clock_that_jumps_back_is_named`` (header stamps stepping back in recorded order;
     a bag whose recorder's clock also stepped back is read sorted by that clock and is not
-    recognised; the out-of-order and dropped counts of bags are not changed).
+    recognised), ``test_the_clock_block_of_a_bag_counts_what_the_bag_holds`` (out of order
+    counted before sorting; a late stamp then an early one is no drop; jitter of 30 % and
+    more still counts some).
 15. ``test_complex_torques_are_refused_by_the_library``.
 16. ``test_a_billion_design_starts_are_refused``.
 17. ``test_a_bag_path_that_is_no_regular_file_is_refused``,
@@ -32,9 +37,15 @@ Each test takes the issue's reproduction as its input. The items, by number, and
 20. ``test_python_api_errors_are_workbench_errors``.
 21. ``test_a_table_log_of_a_robot_with_coupled_motors_calibrates`` (the coupled-motor
     refusal; the run still ends in an implausible-fit diagnosis, exit 1, since the simulated
-    truth has none of the drive file's terms that the nominal model adds).
+    truth has none of the drive file's terms that the nominal model adds),
+    ``test_payload_excite_on_a_mobile_base_with_its_whole_arm_moving_finds_a_posture``.
 22. ``test_the_summary_lists_the_locked_joints_and_their_values``,
-    ``test_a_duplicated_csv_column_is_named_in_the_log`` (those parts only).
+    ``test_a_duplicated_csv_column_is_named_in_the_log``,
+    ``test_a_time_column_in_ms_read_as_seconds_is_named``,
+    ``test_a_sample_period_ten_times_too_long_is_named``,
+    ``test_a_dithering_joint_of_a_bag_is_locked_at_its_median``.
+
+Issue 36: ``test_term_benefits_speak_of_the_final_model``.
 """
 
 from __future__ import annotations
@@ -60,7 +71,7 @@ from workbench.errors import WorkbenchError
 from workbench.excitation.design import DesignOptions
 from workbench.io import MANIFEST_SUFFIX, atomic_write_text, results_directory
 from workbench.models import urdf_path
-from workbench.recordings.log import Log
+from workbench.recordings.log import Defaults, Log
 
 
 # ------------------------------------------------------------------ losses (items 1-4)
@@ -624,3 +635,305 @@ def test_a_duplicated_csv_column_is_named_in_the_log(capsys, tmp_path):
     argv = ["calibrate", "--model", "planar_2r", "--log", str(log), "--kind", "dynamic"]
     line = fails(capsys, [*argv, "--out", str(tmp_path / "o"), "--quiet"])
     assert f"{log}: line 1, column 3 ('q_joint_1'): duplicate column" in line, line
+
+
+# ------------------------------------------------------------------ item 9: transmission sign
+TX40 = Path(urdf_path("staubli_tx40")).parent
+
+
+@pytest.fixture(scope="module")
+def tx40():
+    """The TX40's nominal chain, drive values and shipped log (read once: 1.5 s)."""
+    from workbench.identification.drives import nominal_drive_values
+    from workbench.recordings import read_log
+
+    chain = wb.models.load("staubli_tx40")
+    drives = nominal_drive_values(urdf_path("staubli_tx40"), chain.joint_names)
+    return chain, drives, read_log(TX40 / "identification.toml", chain, require=("tau",))
+
+
+def _tx40_copy(tmp_path: Path, edit) -> Path:
+    """The shipped description copied beside the shipped data, edited by ``edit``."""
+    text = (TX40 / "identification.toml").read_text()
+    path = tmp_path / "identification.toml"
+    path.write_text(edit(text).replace('"data/', f'"{TX40}/data/'))
+    return path
+
+
+def test_a_flipped_transmission_sign_is_named(tmp_path, tx40):
+    """Item 9: the TX40's joint 1 driven through a ratio of the wrong sign (its position and
+    effort both negated: inertia and friction are even in the sign, so the joint's own ratio
+    and correlation stay near 1) is diagnosed as a transmission sign naming the joint; the
+    shipped log is not."""
+    from workbench.calibration import diagnose
+    from workbench.recordings import read_log
+
+    chain, drives, shipped = tx40
+    assert diagnose(shipped, chain, None, drives) == []
+    flipped = _tx40_copy(tmp_path, lambda t: t.replace("ratios = [32.0", "ratios = [-32.0"))
+    log = read_log(flipped, chain, require=("tau",))
+    np.testing.assert_allclose(log.q[:, 0], -shipped.q[:, 0])
+    (found,) = diagnose(log, chain, None, drives)
+    assert found.cause == "transmission sign"
+    assert "'joint_1'" in found.evidence and "'joint_2'" not in found.evidence
+
+
+@pytest.mark.parametrize("column", ["q", "tau"])
+def test_a_negated_position_or_effort_column_is_named(tx40, column):
+    """Item 9, the other two reproductions: joint 1's position column (or its effort column)
+    alone negated in a copy of the shipped log (the description's reading is linear, so the
+    log read from such a copy is the shipped one with that joint's column negated)."""
+    from workbench.calibration import diagnose
+
+    chain, drives, shipped = tx40
+    sign = np.ones(chain.n)
+    sign[0] = -1.0
+    if column == "q":
+        log = replace(shipped, q=shipped.q * sign, dq=shipped.dq * sign, ddq=shipped.ddq * sign)
+    else:
+        log = replace(shipped, tau=shipped.tau * sign)
+    found = diagnose(log, chain, None, drives)
+    assert found and found[0].cause in ("transmission sign", "torque sign")
+    assert "joint_1" in found[0].evidence
+
+
+# ------------------------------------------------------------------ item 22: time, period, dither
+def test_a_time_column_in_ms_read_as_seconds_is_named(capsys, tmp_path):
+    """Item 22 (time unit): the TX40's log with a time column in ms and no unit (read as s: a
+    5 Hz log whose speeds are 1000 times too small, so no sample passes min_speed) was refused
+    with "log more samples"; the refusal names the time column in ms."""
+    (tmp_path / "t.csv").write_text("t\n" + "\n".join(f"{0.2 * i:.1f}" for i in range(45000)))
+    keep = ("lowpass_hz", "lowpass_order", "decimate_to_hz")  # 100 Hz is above a 5 Hz log's
+
+    def edit(text: str) -> str:
+        lines = [line for line in text.splitlines() if not line.startswith(keep)]
+        return "\n".join(lines).replace("sample_period = 0.0002", 'file = "t.csv"\ncolumn = "t"')
+
+    description = _tx40_copy(tmp_path, edit)
+    argv = ["calibrate", "--model", "staubli_tx40", "--log", str(description), "--kind",
+            "dynamic", "--out", str(tmp_path / "o"), "--quiet"]  # fmt: skip
+    line = fails(capsys, argv)
+    assert "look about 1000 times too long (a time column in ms read as s" in line, line
+
+
+def test_a_sample_period_ten_times_too_long_is_named(tmp_path, tx40):
+    """Item 22 (period): the TX40's sample_period written 10 times too long was diagnosed as
+    "1.57 times too long" (the derivatives were filtered for the wrong rate, so the dynamic
+    torques follow no single factor); the log re-differentiated at a tenth of the period
+    names "10 times"."""
+    from workbench.calibration import diagnose
+    from workbench.recordings import read_log
+
+    chain, drives, _ = tx40
+    edit = lambda t: t.replace("sample_period = 0.0002", "sample_period = 0.002")  # noqa: E731
+    log = read_log(_tx40_copy(tmp_path, edit), chain, require=("tau",))
+    (found, *_) = diagnose(log, chain, None, drives)
+    assert found.cause == "sample period", found.message
+    assert "the sample times look 10 times too long" in found.evidence, found.message
+
+
+def test_a_dithering_joint_of_a_bag_is_locked_at_its_median(tmp_path):
+    """Item 22 (dither): a whole robot's bag whose head stands at (0.1, -0.3), dithering by one
+    encoder count (0.0015 rad) above it in a third of the samples (its mean is off): the head
+    is locked at the median (0.1, -0.3), not at 0 nor the mean, and the arm is calibrated.
+    (calibrate's summary.json lists these values:
+    ``test_the_summary_lists_the_locked_joints_and_their_values``.)"""
+    from tests.test_whole_robot import ARMS
+    from workbench.recordings.log_files import logged_joints
+    from workbench.testing.bag_writer import write_joint_states
+
+    arm = ARMS["tiago"]
+    t = 100.0 + 0.01 * np.arange(300)
+    moving = 0.3 * np.sin(np.outer(t, np.arange(1, len(arm) + 1)))
+    head = np.tile([0.1, -0.3], (len(t), 1))
+    head[::3] += 0.0015
+    assert np.mean(head[:, 0]) > 0.1004
+    still = ["head_1_joint", "head_2_joint"]
+    bag = write_joint_states(tmp_path / "run.bag", "ros1", t, [*arm, *still],
+                             position=np.column_stack([moving, head]))  # fmt: skip
+    joints, locked, held = logged_joints(bag, wb.models.movable_joints("tiago"))
+    assert joints == list(arm) and locked == {}
+    assert held == {"head_1_joint": pytest.approx(0.1), "head_2_joint": pytest.approx(-0.3)}
+    chain = wb.models.load("tiago", joints=joints, held=held, moving=True)
+    assert dict(chain.reduction.locked)["head_1_joint"] == pytest.approx(0.1)
+
+
+# ------------------------------------------------------------------ item 6: rpy in degrees
+@pytest.mark.parametrize("kind", ["rpy", "rotation_vector"])
+def test_rotations_in_degrees_read_as_radians_are_named(tmp_path, kind):
+    """Item 6 (rest): rpy angles (or rotation vectors) in degrees under rotation_unit = "rad"
+    calibrated silently (read as radians, the angles are lost modulo 2 pi); values beyond 2 pi,
+    which no convention gives, are refused naming degrees. The same columns with
+    rotation_unit = "deg" read as scipy's rotations."""
+    from scipy.spatial.transform import Rotation
+
+    from tests.test_recording import static_poses, write_table
+    from workbench.recordings.log_files import read_log
+
+    chain = wb.models.load("planar_2r")
+    rotations = Rotation.random(30, random_state=3)
+    degrees = np.degrees(rotations.as_euler("xyz") if kind == "rpy" else rotations.as_rotvec())
+    write_table(tmp_path / "m.csv", ["qa", "qb", "r", "p", "y"],
+                np.column_stack([static_poses(chain, 30, seed=4), degrees]))  # fmt: skip
+    text = (
+        '[positions]\nfile = "m.csv"\ncolumns = ["qa", "qb"]\n[[markers]]\n'
+        f'rotation = ["r", "p", "y"]\nrotation_type = "{kind}"\nrotation_unit = "UNIT"\n'
+    )
+    (tmp_path / "rad.toml").write_text(text.replace("UNIT", "rad"))
+    with pytest.raises(WorkbenchError, match=r"rotation_unit = \"rad\"\): beyond 2 pi, they look "
+                       r"like degrees \(rotation_unit = \"deg\"\)"):  # fmt: skip
+        read_log(tmp_path / "rad.toml", chain)
+    (tmp_path / "deg.toml").write_text(text.replace("UNIT", "deg"))
+    log = read_log(tmp_path / "deg.toml", chain)
+    np.testing.assert_allclose(log.markers[0].rotation, rotations.as_matrix(), atol=1e-12)
+
+
+# ------------------------------------------------------------------ item 14: a bag's clock
+def test_the_clock_block_of_a_bag_counts_what_the_bag_holds(tmp_path):
+    """Item 14 (counts): a bag's out-of-order count was 0 (counted after the reader sorted the
+    messages by time) and pure jitter was reported as dropped samples (a late stamp then an
+    early one is a step of about 2 periods). A 100 Hz bag with stamps jittering by up to 10 %
+    of the period, three messages stamped 0.3 periods after their successor, and 5 samples
+    left out: 3 out of order, 5 dropped; without the 5 left out, none dropped. (Jitter of
+    30 % and more still counts some drops: steps of 1.5 periods are not told from drops.)"""
+    from workbench.calibration.simulation.simulate import simulate_log
+    from workbench.recordings.log_files import read_log
+    from workbench.testing.bag_writer import write_joint_states
+
+    chain = wb.models.load("planar_2r")
+    log, _ = simulate_log(chain, kind="dynamic", samples=400)
+    period = float(log.t[1] - log.t[0])
+    jitter = np.random.default_rng(5).uniform(-0.1, 0.1, len(log)) * period
+    stamps = 100.0 + log.t + jitter
+    late = np.array([50, 150, 250])
+    stamps[late] = stamps[late + 1] + 0.3 * period  # after its successor's stamp
+    receive = 100.0 + log.t + 0.002  # the recorder's order: the publishing order
+    for name, keep, out_of_order, dropped in (
+        ("jitter", np.ones(len(log), bool), 3, 0),
+        ("drops", ~np.isin(np.arange(len(log)), [100, 101, 200, 300, 301]), 3, 5),
+    ):
+        bag = write_joint_states(tmp_path / f"{name}.bag", "ros1", stamps[keep],
+                                 chain.joint_names, log.q[keep], effort=log.tau[keep],
+                                 receive_t=receive[keep])  # fmt: skip
+        clock = read_log(bag, chain).clock
+        assert clock["out_of_order_samples"] == out_of_order, (name, clock)
+        assert clock["dropped_samples"] == dropped, (name, clock)
+
+
+# ------------------------------------------------------------------ item 21: tiago's payload
+def test_payload_excite_on_a_mobile_base_with_its_whole_arm_moving_finds_a_posture():
+    """Item 21 (second part): ``payload excite --model tiago --link arm_7_link`` with all seven
+    arm joints moving said "move more joints": TIAGo's default tool frame (a laser on the
+    base, below its wheels' axes) was below the "nothing lower than the lowest joint at q = 0"
+    floor in every candidate posture. The floor now includes the tool at q = 0: a posture is
+    found, the robot holds it within its torque limits, and the payload's 10 parameters have
+    full rank there."""
+    from workbench.dynamics.inverse_dynamics import inverse_dynamics
+    from workbench.excitation.payload import frame_on_link, hold_posture, information_rank
+    from workbench.excitation.problem import read_problem
+
+    chain = wb.models.load("tiago", moving=True)
+    problem = read_problem(None, chain)
+    limits = problem.limits.limits(chain, "defaults")
+    arm = [f"arm_{i}_joint" for i in range(1, 8)]
+    posture = hold_posture(chain, "arm_7_link", arm, limits, problem.noise(chain))
+    rest = inverse_dynamics(chain, posture[None], np.zeros((1, chain.n)), np.zeros((1, chain.n)))
+    assert np.all(np.abs(rest) <= limits.torque)
+    moving = np.array([chain.joint_names.index(j) for j in arm])
+    link = frame_on_link(chain, "arm_7_link")[0]
+    assert information_rank(chain, link, moving, posture[None])[0] == 10
+
+
+# ------------------------------------------------------------------ issue 36: term_benefits
+@pytest.mark.filterwarnings("ignore:the calibrated model has")
+def test_term_benefits_speak_of_the_final_model(monkeypatch):
+    """Issue 36 (summary consistent with the final model): term_benefits said a further term
+    was kept when the selection chose a model without it. A screening that passes every term
+    (its test forced to say "better") on a log whose truth has none of them: the selection
+    keeps a candidate without them, and each term is ``kept: false, passed_screening:
+    true``."""
+    from workbench.calibration.problems import dynamic_problem
+    from workbench.calibration.selection.term_screening import benefit_rows, screen_terms
+    from workbench.calibration.simulation.simulate import drive_truth, simulate_log
+
+    def lenient(self, score, beats):
+        terms = self.model.drives.terms
+        always = lambda a, b: (True, *beats(a, b)[1:])  # noqa: E731
+        self.candidates, self.term_benefits = screen_terms(terms, dynamic_problem.Terms, score,
+                                                           always)  # fmt: skip
+
+    monkeypatch.setattr(dynamic_problem.DynamicProblem, "screen", lenient)
+    chain = wb.models.load("planar_2r")
+    log, _ = simulate_log(chain, kind="dynamic", samples=600, perturb=0.01, noise=0.01,
+                          drives=drive_truth(chain.n))  # fmt: skip
+    log = replace(log, defaults=Defaults(("friction", "temperature", "sensor_delay"), 5))
+    report = wb.calibration.calibrate(chain, "dynamic", log, Folds(5))
+    assert not {"temperature", "sensor_delay"} & set(report.summary["terms"])
+    benefits = report.summary["term_benefits"]["terms"]
+    assert [b["term"] for b in benefits] == ["temperature", "sensor_delay"]
+    assert all(b["passed_screening"] and not b["kept"] for b in benefits)
+    assert all(b["term"] in report.summary["terms"] for b in benefits if b["kept"])
+    rows = benefit_rows(report.summary["term_benefits"])
+    assert all("not in the final model" in label for label, _ in rows)
+
+
+# ------------------------------------------------------------------ trial: fixtures
+MUKCA = Path(urdf_path("staubli_tx40")).parents[1] / "mukca"
+
+
+def _socket_log(tmp_path: Path, rows, extra: str = "") -> Path:
+    """The MUKCa kuka_14 'front' log (ball in socket 0, then socket 1) with the data rows
+    ``rows(lines)`` and ``extra`` appended to its description."""
+    lines = (MUKCA / "kuka_14" / "front.csv").read_text().splitlines()
+    (tmp_path / "front.csv").write_text("\n".join([lines[0], *rows(lines[1:])]) + "\n")
+    text = (MUKCA / "kuka_14" / "front.toml").read_text() + extra
+    (tmp_path / "front.toml").write_text(text)
+    return tmp_path / "front.toml"
+
+
+def test_a_lost_socket_is_refused_not_a_traceback(capsys, tmp_path):
+    """Trial: socket 1 with one sample left (the others lost), held out by the last 20 %:
+    the fold's fit had no sample of it and ended in a LinAlgError traceback; refused naming
+    the fixture."""
+
+    def lost(rows: list[str]) -> list[str]:
+        return [r for r in rows if r.startswith("0,")] + [
+            next(r for r in rows if r.startswith("1,"))
+        ]
+
+    log = _socket_log(tmp_path, lost)
+    argv = ["calibrate", "--model", str(MUKCA / "urdf" / "iiwa14.urdf"), "--log", str(log),
+            "--kind", "kinematic", "--out", str(tmp_path / "o"), "--quiet"]  # fmt: skip
+    line = fails(capsys, argv)
+    assert "fixture 'socket_1' has 0 of its 1 samples among the training samples" in line, line
+
+
+def test_two_distances_between_one_pair_are_refused(tmp_path):
+    """Trial: a second [[distances]] between the same sockets (0.08 m after 0.05 m, in the
+    other order) calibrated to a compromise with exit 0; refused naming the pair."""
+    from workbench.recordings.log_files import read_log
+
+    extra = '[[distances]]\nbetween = ["socket_1", "socket_0"]\nvalue = 0.08\n'
+    log = _socket_log(tmp_path, lambda rows: rows, extra)
+    with pytest.raises(WorkbenchError, match="a second distance between 'socket_1' and"):
+        read_log(log, wb.models.load(str(MUKCA / "urdf" / "iiwa14.urdf")))
+
+
+# ------------------------------------------------------------------ trial: parallel-robot folders
+def test_a_parallel_robot_folder_missing_a_mesh_says_so(capsys, tmp_path):
+    """Trial: the five-bar folder (its upstream form, with its STL files) with the rod mesh
+    deleted exported with exit 0 and 2 meshes instead of 5, without a word; the export still
+    runs (meshes are visual) and warns naming the file and the links."""
+    from tests.test_robot_folder import FOLDERS
+
+    folder = tmp_path / "5bar"
+    shutil.copytree(FOLDERS / "5bar_linkage", folder)
+    names = set(re.findall(r'filename="package:///([^"]+)"', (folder / "robot.urdf").read_text()))
+    for name in names - {"rod.stl"}:  # the meshes of the upstream folder but the rod's
+        (folder / name).write_text("solid empty\nendsolid empty\n")
+    assert main(["export", str(folder), "--mjcf", str(tmp_path / "five.xml")]) == 0
+    captured = capsys.readouterr()
+    assert "3 visual mesh file(s) not found, left out: package:///rod.stl (link 'rod')" in (
+        captured.err
+    ), captured.err
+    assert "2 meshes" in captured.out

@@ -50,7 +50,7 @@ import workbench as wb
 from tests.conftest import problem_copy
 from workbench.cli import main
 from workbench.config import read_toml
-from workbench.models.urdf import with_mesh_inertias, write_urdf
+from workbench.models.urdf import load_urdf, with_mesh_inertias, write_urdf
 from workbench.models.urdf_check import MAX_JOINTS, check_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def test_urdfdom_output_is_captured_and_reported(tmp_path, capfd):
     bad.write_text(text[:start] + text[text.index("/>", start) + 2 :])  # j1 has no <limit>
     printed = r"cannot load URDF .*the parser printed: .*\[j1\] .* does not specify limits"
     with pytest.raises(wb.WorkbenchError, match=printed):
-        wb.load_urdf(bad)
+        load_urdf(bad)
     captured = capfd.readouterr()
     assert "limits" not in captured.err + captured.out
 
@@ -827,7 +827,7 @@ def test_ur10_is_refused_pointing_to_the_two_robots(capsys):
 
 
 def test_ur10e_is_the_robot_of_the_recordings_and_ur10_cb3_another():
-    shipped = wb.load_urdf(ROOT / "models" / "ur10" / "ur10e.urdf", tool_frame="flange")
+    shipped = load_urdf(ROOT / "models" / "ur10" / "ur10e.urdf", tool_frame="flange")
     ur10e, cb3 = wb.models.load("ur10e"), wb.models.load("ur10_cb3")
     np.testing.assert_array_equal(ur10e.twists, shipped.twists)
     np.testing.assert_array_equal(ur10e.tool_frame, shipped.tool_frame)

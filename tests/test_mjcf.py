@@ -40,7 +40,7 @@ from workbench.inertia import com_from_phi
 from workbench.models import urdf_path
 from workbench.models.mjcf import mjcf_string, realizable
 from workbench.models.pinocchio_conversion import load_urdf_model
-from workbench.models.urdf import write_urdf
+from workbench.models.urdf import load_urdf, write_urdf
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -276,7 +276,7 @@ def test_calibrated_tx40_exports_to_mujoco(tmp_path):
         ratio = calibrated.inertias[i].mass / nominal.inertias[k].mass
         assert 1 / 3 <= ratio <= 3, (name, ratio)
     assert main(["export", str(out), "--mjcf", str(tmp_path / "tx40.xml")]) == 0
-    chain = wb.load_urdf(out / "calibrated.urdf")
+    chain = load_urdf(out / "calibrated.urdf")
     drives, values = read_drive_file(out / "calibrated.drives.toml", chain.n)
     model = mujoco.MjModel.from_xml_path(str(tmp_path / "tx40.xml"))
     for flag in (OFF.mjDSBL_CONTACT, OFF.mjDSBL_LIMIT, OFF.mjDSBL_FRICTIONLOSS):

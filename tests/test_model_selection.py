@@ -22,10 +22,16 @@ import pytest
 import workbench as wb
 from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.fitting.kinematic import KinematicProblem, calibrate_kinematic
+from workbench.calibration.problems.kinematic_problem import (
+    EVIDENCE,
+    Candidate,
+    KinematicCalibrationProblem,
+)
 from workbench.calibration.problems.problem import Options
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import perturbed_truth, simulate_log
 from workbench.cli import main
+from workbench.testing.pinocchio_reference import tool_poses
 
 UR10 = Path(__file__).resolve().parents[1] / "models" / "ur10"
 NOISE = 5e-4  # m, per coordinate
@@ -34,20 +40,6 @@ NOISE = 5e-4  # m, per coordinate
 @pytest.fixture(scope="module")
 def iiwa():
     return wb.models.load("iiwa")
-
-
-def tool_poses(chain, q: np.ndarray) -> np.ndarray:
-    """Tool poses (N, 4, 4) of ``chain`` at q, by Pinocchio's forward kinematics."""
-    import pinocchio as pin
-
-    model = wb.to_pinocchio(chain)
-    data = model.createData()
-    frame = model.getFrameId(chain.tool_name)
-    out = []
-    for sample in q:
-        pin.framesForwardKinematics(model, data, sample)
-        out.append(data.oMf[frame].homogeneous.copy())
-    return np.array(out)
 
 
 def tool_positions(chain, q: np.ndarray) -> np.ndarray:
@@ -78,7 +70,8 @@ def test_truth_in_the_frames_keeps_the_frames(iiwa):
     assert np.abs(report.chain.twists - iiwa.twists).max() < 1e-14  # the joints as loaded
     assert np.linalg.norm(report.chain.tool_frame[:3, 3] - truth.tool_frame[:3, 3]) < 5e-4
     names = [c["name"] for c in selection["candidates"]]
-    assert names[0] == "frames" and {"offsets", "twists"} <= set(names)
+    assert names[0] == "frames"
+    assert {"offsets, ridge by evidence", "twists, ridge by evidence"} <= set(names)
     held = report.summary["heldout"]
     assert held["calibrated"]["relative_rms"] == held["nominal"]["relative_rms"]
 
@@ -226,3 +219,27 @@ def test_a_ridge_fit_minimises_data_plus_prior(iiwa, parameters):
         total_slope.append((plus[1] - minus[1]) / (2 * h))
     assert np.abs(fit.model.coordinates).max() > 0
     assert np.abs(total_slope).max() < 1e-6 * np.abs(data_slope).max()
+
+
+def test_the_evidence_ridge_predicts_new_configurations_of_a_known_truth(iiwa):
+    """Few samples (30, 0.5 mm noise) of an iiwa whose twists moved by 2e-3 (rad, m): the
+    twists fitted with the evidence's ridge predict the truth's tool positions (Pinocchio) at
+    200 new configurations within 10 % of the best ridge of a grid, and better than no ridge
+    by a factor 1.5 (the data alone over-fit)."""
+    log, _ = simulate_log(iiwa, samples=30, perturb=0.0, seed=0)
+    truth = perturbed_truth(iiwa, "kinematic", 2e-3, seed=0).chain
+    log = replace(log, position=measured(truth, log.q, seed=100))
+    fresh, _ = simulate_log(iiwa, samples=200, perturb=0.0, seed=50)
+    target = tool_positions(truth, fresh.q)
+    problem = KinematicCalibrationProblem(iiwa, log, Options())
+
+    def error(ridge) -> float:
+        fit = problem.fit(None, Candidate("twists", ridge))
+        D = fit.model.device  # base frame in the measuring frame
+        predicted = tool_positions(fit.chain, fresh.q) @ D[:3, :3].T + D[:3, 3]
+        return float(np.sqrt(np.mean(np.sum((predicted - target) ** 2, axis=1))))
+
+    grid = {ridge: error(ridge) for ridge in (0.0, 1e-4, 1e-2, 1.0)}
+    chosen = error(EVIDENCE)
+    assert chosen <= 1.1 * min(grid.values())
+    assert chosen < grid[0.0] / 1.5

@@ -193,51 +193,65 @@ def run_calibration(request: Request) -> Outcome:
     large = is_chunked_log(request.log)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WorkbenchWarning)
-        chain, log_chain, urdf = _model(request, large)
-        nominal = nominal_drive_values(urdf, chain.joint_names)
-        reading = dict(
-            require=spec.requires, drop_bad_rows=request.drop_bad_rows,
-            savgol_window=request.savgol_window, progress=request.progress,
+        try:
+            return _run(request, spec, large, caught)
+        except WorkbenchError as exc:  # a refusal keeps what was warned on the way (the cause)
+            said = _messages(caught)
+            if type(exc) is not WorkbenchError or not said:
+                raise
+            raise WorkbenchError(f"{exc} (warned before: {'; '.join(said)})") from exc
+
+
+def _messages(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [" ".join(str(w.message).split()) for w in caught if w.category is WorkbenchWarning]
+
+
+def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessage]) -> Outcome:
+    """:func:`run_calibration` inside its warnings' record ``caught``."""
+    chain, log_chain, urdf = _model(request, large)
+    nominal = nominal_drive_values(urdf, chain.joint_names)
+    reading = dict(
+        require=spec.requires, drop_bad_rows=request.drop_bad_rows,
+        savgol_window=request.savgol_window, progress=request.progress,
+    )  # fmt: skip
+    if large:
+        log = open_chunked_log(request.log, log_chain)
+    else:
+        log = read_log(request.log, log_chain, **reading)
+    nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
+    validation = _validation(request, log_chain, reading, log.defaults)
+    gains = None
+    if request.payload_log:
+        gains = _drive_gains(request, chain, log_chain, log, reading)
+        log = gains.scaled(log)
+        if isinstance(validation, Log):
+            validation = gains.scaled(validation)
+    options = Options(
+        loss=request.loss, f_scale=request.f_scale, physical=not request.unconstrained,
+        inertial=request.inertial, terms=request.terms, nominal_drives=nominal,
+        rotation_weight=request.rotation_weight, parameters=request.parameters,
+        progress=request.progress,
+    )  # fmt: skip
+    report = calibrate(chain, request.kind, log, validation, options)
+    diagnoses = []
+    if not large and spec.requires == ("tau",) and log_chain is chain:
+        diagnoses = diagnose(log, chain, report.chain, nominal)
+    figures = per_joint_figures(report.summary)
+    if figures is not None:
+        report = replace(report, summary=report.summary | {"heldout_per_joint": figures})
+    if chain.reduction is not None:  # a whole robot: where the others were locked
+        locked = {name: float(value) for name, value in chain.reduction.locked}
+        report = replace(report, summary=report.summary | {"locked_joints": locked})
+    if request.kind == "dynamic" and log_chain is chain:
+        q = None if large else log.q[:: max(1, len(log) // 200)]
+        comparison = compare_links(chain, report.chain, q)
+        report = replace(report, summary=report.summary | {"nominal_comparison": comparison})
+    if gains is not None:
+        report = replace(
+            report, summary=report.summary | {"drive_gains": gains.summary()},
+            files=report.files | {"drive_gains.toml": gains.scale_text() + "\n"},
         )  # fmt: skip
-        if large:
-            log = open_chunked_log(request.log, log_chain)
-        else:
-            log = read_log(request.log, log_chain, **reading)
-        nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
-        validation = _validation(request, log_chain, reading, log.defaults)
-        gains = None
-        if request.payload_log:
-            gains = _drive_gains(request, chain, log_chain, log, reading)
-            log = gains.scaled(log)
-            if isinstance(validation, Log):
-                validation = gains.scaled(validation)
-        options = Options(
-            loss=request.loss, f_scale=request.f_scale, physical=not request.unconstrained,
-            inertial=request.inertial, terms=request.terms, nominal_drives=nominal,
-            rotation_weight=request.rotation_weight, parameters=request.parameters,
-            progress=request.progress,
-        )  # fmt: skip
-        report = calibrate(chain, request.kind, log, validation, options)
-        diagnoses = []
-        if not large and spec.requires == ("tau",) and log_chain is chain:
-            diagnoses = diagnose(log, chain, report.chain, nominal)
-        figures = per_joint_figures(report.summary)
-        if figures is not None:
-            report = replace(report, summary=report.summary | {"heldout_per_joint": figures})
-        if chain.reduction is not None:  # a whole robot: where the others were locked
-            locked = {name: float(value) for name, value in chain.reduction.locked}
-            report = replace(report, summary=report.summary | {"locked_joints": locked})
-        if request.kind == "dynamic" and log_chain is chain:
-            q = None if large else log.q[:: max(1, len(log) // 200)]
-            comparison = compare_links(chain, report.chain, q)
-            report = replace(report, summary=report.summary | {"nominal_comparison": comparison})
-        if gains is not None:
-            report = replace(
-                report, summary=report.summary | {"drive_gains": gains.summary()},
-                files=report.files | {"drive_gains.toml": gains.scale_text() + "\n"},
-            )  # fmt: skip
-    messages = [" ".join(str(w.message).split()) for w in caught if w.category is WorkbenchWarning]
-    return Outcome(report, messages, diagnoses, log)
+    return Outcome(report, _messages(caught), diagnoses, log)
 
 
 def _model(request: Request, large: bool):

@@ -130,8 +130,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "frames", "offsets", "twists", "compliance"),
         help="kinematic: what to fit: the device and marker frames only, + joint zero offsets, "
         "+ full joint twists, + a compliance per joint under gravity, or auto: the one the "
-        "held-out folds predict best, with a ridge toward the nominal that they choose too "
-        "(default: %(default)s)",
+        "held-out folds predict best, each with a ridge toward the nominal chosen by the "
+        "evidence of its training samples (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
         "--quiet", action="store_true", help="no progress bars or compile message on stderr"

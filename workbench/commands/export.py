@@ -167,18 +167,17 @@ def run(args: argparse.Namespace) -> int:
 
     directory = Path(args.mjcf).resolve().parent
     meshes = {}
-    for source_kind in ("collision", "visual"):  # visual meshes first, else collision ones
-        for frame, entries in link_meshes(urdf, source_kind, tuple(package_dirs)).items():
-            readable = [
-                Mesh(os.path.relpath(file.resolve(), directory), origin, tuple(scale))
-                for file, origin, scale in entries
-                if file.suffix.lower() in MESH_FORMATS
-            ]
-            if readable and _has_frame(chain, frame):
-                meshes[frame] = readable
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        for source_kind in ("collision", "visual"):  # visual meshes first, else collision ones
+            for frame, entries in link_meshes(urdf, source_kind, tuple(package_dirs)).items():
+                readable = [
+                    Mesh(os.path.relpath(file.resolve(), directory), origin, tuple(scale))
+                    for file, origin, scale in entries
+                    if file.suffix.lower() in MESH_FORMATS
+                ]
+                if readable and _has_frame(chain, frame):
+                    meshes[frame] = readable
         if closed is not None:
             path = closed_mjcf.write_mjcf(closed, args.mjcf, meshes=meshes, **terms)
         else:

@@ -340,8 +340,9 @@ def hold_posture(
     the candidate whose random motions of the moving joints give the largest log det
     of the payload's information (noise ``sigma``), among those the robot holds at rest within its
     torque limits and where no link frame and not the tool frame is lower (against
-    gravity) than the lowest link frame at q = 0: nothing hangs below the robot's
-    first joint, as a table-mounted arm needs (no other collision is checked).
+    gravity) than the lowest link frame or the tool frame at q = 0: nothing hangs below
+    the robot's first joint, as a table-mounted arm needs (no other collision is checked;
+    a tool frame on a mobile base, below its wheels' axes, lowers the floor to itself).
     """
     k = frame_on_link(robot, link)[0]
     index = joint_indices(robot, moving)
@@ -354,7 +355,8 @@ def hold_posture(
     zero = np.zeros_like(postures)
     holding = np.abs(inverse_dynamics(robot, postures, zero, zero)) <= limits.torque
     up = -robot.gravity / np.linalg.norm(robot.gravity)
-    floor = float(np.min(robot.joint_frames[:, :3, 3] @ up))
+    rest = forward_kinematics(robot, np.zeros((1, robot.n)))[0, :3, 3] @ up  # the tool at q = 0
+    floor = min(float(np.min(robot.joint_frames[:, :3, 3] @ up)), float(rest))
     frames = link_motion(robot, postures, zero, zero)[0] @ robot.joint_frames
     heights = np.concatenate(
         [frames[:, :, :3, 3] @ up, forward_kinematics(robot, postures)[:, None, :3, 3] @ up],

@@ -462,7 +462,7 @@ def link_meshes(
 
     Per link name a list of (file, origin 4x4 in the link frame, scale (3,));
     names resolve as in :func:`with_mesh_inertias`. Meshes whose files cannot
-    be found are left out without an error (a URDF copied without them).
+    be found are left out with a warning naming them (a URDF copied without them).
     """
     urdf = Path(urdf)
     try:
@@ -470,6 +470,7 @@ def link_meshes(
     except (OSError, ET.ParseError) as exc:
         raise WorkbenchError(f"cannot read URDF {urdf}: {exc}") from exc
     result: dict[str, list[tuple[Path, np.ndarray, np.ndarray]]] = {}
+    missing = []
     for link in root.iter("link"):
         for element in link.findall(source):
             mesh = element.find("geometry/mesh")
@@ -478,11 +479,22 @@ def link_meshes(
             try:
                 filename = _resolve(mesh.get("filename", ""), urdf.parent, package_dirs)
             except WorkbenchError:
+                filename = None
+            if filename is None or not filename.is_file():
+                missing.append(f"{mesh.get('filename', '')} (link '{link.get('name')}')")
                 continue
-            if filename.is_file():
-                scale = np.array(mesh.get("scale", "1 1 1").split(), dtype=float)
-                entry = (filename, _placement(element.find("origin")), scale)
-                result.setdefault(link.get("name"), []).append(entry)
+            scale = np.array(mesh.get("scale", "1 1 1").split(), dtype=float)
+            entry = (filename, _placement(element.find("origin")), scale)
+            result.setdefault(link.get("name"), []).append(entry)
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        warnings.warn(
+            f"{urdf}: {len(missing)} {source} mesh file(s) not found, left out: "
+            + ", ".join(missing[:5])
+            + more,
+            WorkbenchWarning,
+            stacklevel=2,
+        )
     return result
 
 

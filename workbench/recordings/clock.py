@@ -13,7 +13,9 @@ uniform sampling, so a recording is first put on a uniform grid:
    refused (stamps coarser than the samples, e.g. rounded to whole seconds);
 2. the period is the stated one (``rate``), else the clock's mean step: the
    median of the positive steps first, then the span of the steps that are
-   no gap over the periods they hold (a dropped sample's step holds two).
+   no gap over the periods they hold (a dropped sample's step holds two; a
+   step of two periods beside one under half a period is jitter and holds
+   one).
    The median alone is biased by the stamps' rounding: epoch stamps in
    float64 (about 1.7e9 s) are multiples of 0.24 µs, so every 5 ms step is
    rounded to one of two values 0.24 µs apart, and their median is off by up
@@ -59,7 +61,11 @@ class Clock:
     ``segments`` are ``(start, stop)`` ranges of the grid samples ``t``.
     Statistics are over steps inside
     segments: ``jitter`` the RMS and ``max_jitter`` the largest deviation of
-    a step from the period (fractions of it, dropped samples excluded).
+    a step from the period (fractions of it, dropped samples excluded);
+    ``dropped`` the periods the steps hold beyond one each (:func:`periods_held`:
+    jitter alone, a late sample followed by an early one, drops none);
+    ``out_of_order`` the samples not in recorded order (a bag's, which is read
+    sorted by time, counted from its message numbers).
     """
 
     period: float
@@ -152,7 +158,7 @@ def uniform_clock(
     if period is None:
         period = float(np.median(steps))
         inside = steps[steps <= gap_periods * period]
-        period = float(inside.sum() / np.maximum(np.rint(inside / period), 1.0).sum())
+        period = float(inside.sum() / periods_held(inside, period).sum())
     elif not (np.isfinite(period) and period > 0):
         raise WorkbenchError(f"{where}: sample period {period} must be positive")
     deviation = np.abs(steps - period) / period
@@ -176,7 +182,7 @@ def uniform_clock(
         )
     gaps += [(float(stamps[k]), float(steps[k])) for k in np.flatnonzero(gap)]
     inside = steps[~gap]
-    multiple = np.maximum(np.rint(inside / period), 1.0)
+    multiple = periods_held(inside, period)
     regular = multiple == 1.0
     jitter = (inside[regular] - period) / period if np.any(regular) else np.zeros(1)
     return Clock(
@@ -191,6 +197,20 @@ def uniform_clock(
         dropped=int(np.sum(multiple - 1.0)),
         gaps=tuple(sorted(gaps)),
     )
+
+
+def periods_held(steps: Array, period: float) -> Array:
+    """How many periods each step between consecutive stamps holds: its rounded ratio to
+    ``period``, at least 1, except that a step of two next to one under half a period holds
+    one (a late stamp then an early one, or the reverse: jitter, no dropped sample)."""
+    ratio = steps / period
+    held = np.maximum(np.rint(ratio), 1.0)
+    short = ratio < 0.5
+    beside = np.zeros_like(short)
+    beside[:-1] |= short[1:]
+    beside[1:] |= short[:-1]
+    held[(held == 2.0) & beside] = 1.0
+    return held
 
 
 def resample(clock: Clock, t: Array, values: Array) -> Array:

@@ -92,6 +92,11 @@ def read_fixtures(
                 )
         if between[0] == between[1]:
             raise WorkbenchError(f"{section.where('between')} names one fixture twice")
+        if any(set(d.between) == set(between) for d in distances):
+            raise WorkbenchError(
+                f"{section.where('between')}: a second distance between {between[0]!r} and "
+                f"{between[1]!r}; give each pair one distance"
+            )
         scale = _LENGTH[section.string("unit", "m", choices=tuple(_LENGTH))]
         distances.append(Distance(tuple(between), section.number("value", positive=True) * scale))
         section.done()

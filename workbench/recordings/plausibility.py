@@ -14,6 +14,11 @@ still be usable) naming the column and the likely cause:
   the robot's, as in the Kinova Gen3 lite URDF of the MUKCa data);
 * joint speeds whose 99th percentile exceeds twice the velocity limit: an
   error (degrees, or a time column in ms);
+* a log whose moving joints all stay below 1 % of their velocity limits (99th
+  percentile): a warning naming the time unit or sample period (a time column
+  in ms read as s makes every speed 1000 times too small, a sample_period 10
+  times too long 10 times; least squares then finds too few samples above the
+  joints' ``min_speed`` and would only ask for more);
 * measured marker positions spread over more than 20 times the robot's
   reach: an error ("looks like millimetres");
 * measured marker positions that spread (RMS distance from their mean, which
@@ -60,6 +65,7 @@ from workbench.recordings.log import Log
 
 _RANGE_MARGIN = 0.1  # of the joint range
 _SPEED_FACTOR = 2.0  # times the velocity limit, at the 99th percentile
+_SLOW_FACTOR = 0.01  # every moving joint below this fraction of its limit: a time unit?
 _SATURATED = 0.01  # fraction of samples at the extreme value
 _REACH_FACTOR = 20.0
 _SPREAD_RATIO = 10.0  # measured against modelled marker spread, either way
@@ -94,6 +100,8 @@ def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
         _check_range(log, chain, j, where[f"q_{joint}"])
         if log.dq is not None and len(log) > 2:
             _check_speed(log, chain, j, where[f"q_{joint}"])
+    if log.dq is not None and len(log) > 2:
+        _check_slow(log, chain)
     if log.tau is not None:
         _check_torque_spikes(log, chain, [where[f"tau_{j}"] for j in chain.joint_names])
     if channels and log.tau is not None:
@@ -250,6 +258,33 @@ def _check_speed(log: Log, chain: Chain, j: int, where: str) -> None:
         f"{where}: joint '{chain.joint_names[j]}' moves at {speed:.4g} {unit} (99th percentile), "
         f"{speed / limit:.0f} times its velocity limit {limit:.4g} {unit}; are the positions in "
         "degrees or millimetres, or the time in ms instead of s?"
+    )
+
+
+def _check_slow(log: Log, chain: Chain) -> None:
+    """Warn when every joint that moves stays below ``_SLOW_FACTOR`` of its velocity limit."""
+    limit = chain.velocity_limit
+    moving = np.ptp(log.q, axis=0) > 0
+    judged = moving & np.isfinite(limit) & (limit > 0)
+    if not judged.any():
+        return
+    speed = np.percentile(np.abs(log.dq[:, judged]), 99, axis=0)
+    fastest = float(np.max(speed / limit[judged]))
+    if fastest >= _SLOW_FACTOR:
+        return
+    factor = 10.0 ** np.floor(-np.log10(max(fastest, 1e-300) / _SPEED_FACTOR))
+    said = f"{factor:.0f} times" if factor <= 1e9 else f"{factor:.0e} times"
+    units = {1e3: "ms", 1e6: "us", 1e9: "ns"}
+    hint = ""
+    if factor in units:
+        hint = f' (a time column in {units[factor]} read as s: [time] unit = "{units[factor]}")'
+    warnings.warn(
+        f"{log.source}: every joint moves at most {100 * fastest:.2g} % of its velocity limit "
+        f"(99th percentile of the speeds over {len(log)} samples): the time stamps look about "
+        f"{said} too long{hint}, or the [time] sample_period {said} too long; speeds that "
+        "small leave few samples above the joints' min_speed for torque fits",
+        WorkbenchWarning,
+        stacklevel=3,
     )
 
 

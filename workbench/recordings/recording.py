@@ -800,6 +800,7 @@ def _rotation(values: Array, kind: str, section: Section) -> Array:
             )
     else:
         unit = _ANGLE[section.string("rotation_unit", "rad", choices=tuple(_ANGLE))]
+        _check_radians(values, kind, unit, section)
     if kind == "rotation_vector":
         return lie.exp_so3(values * unit)
     if kind == "rpy":
@@ -813,6 +814,23 @@ def _rotation(values: Array, kind: str, section: Section) -> Array:
             f"{norm[row]:.6g}, not 1 (wrong columns or rotation_type?)"
         )
     return lie.quaternion_to_matrix(quat / norm[:, None])
+
+
+def _check_radians(values: Array, kind: str, unit: float, section: Section) -> None:
+    """Refuse angles read as radians that reach beyond 2 pi (a rotation vector's norm, an rpy
+    angle): no convention gives them, degrees do (read as radians they are lost modulo 2 pi,
+    so the measured orientations are no longer comparable with the model's)."""
+    if unit != 1.0:
+        return
+    size = np.linalg.norm(values, axis=1) if kind == "rotation_vector" else np.abs(values)
+    largest = float(np.nanmax(size, initial=0.0))
+    if largest > 2.0 * np.pi:
+        what = "rotation vector norms" if kind == "rotation_vector" else "rpy angles"
+        raise WorkbenchError(
+            f"{section.where('rotation')}: {what} reach {largest:.4g}, read as radians "
+            '(rotation_unit = "rad"): beyond 2 pi, they look like degrees (rotation_unit = '
+            '"deg")'
+        )
 
 
 def _common_rows(tables: list[Table]) -> dict[int, np.ndarray]:
@@ -872,7 +890,11 @@ def _time(
     else:
         t, where = bag_t, f"{positions.path}: time stamps"
     section.done()
-    return t, clock_module.uniform_clock(t, period=period, gap_periods=gap_periods, where=where)
+    clock = clock_module.uniform_clock(t, period=period, gap_periods=gap_periods, where=where)
+    if bag_t is not None:  # read sorted by time: stamps stepping back in recorded order
+        recorded = t[np.argsort(positions.lines, kind="stable")]
+        clock = replace(clock, out_of_order=int(np.count_nonzero(np.diff(recorded) < 0)))
+    return t, clock
 
 
 def _process(

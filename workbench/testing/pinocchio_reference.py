@@ -1,4 +1,5 @@
-"""Evaluating Pinocchio with a tool wrench given in the tool frame, (m, f) order."""
+"""Evaluating Pinocchio: inverse dynamics with a tool wrench given in the tool frame, (m, f)
+order, and the tool poses of a chain."""
 
 from __future__ import annotations
 
@@ -27,3 +28,15 @@ def rnea(model, q, dq, ddq, tool_name=None, f_tool=None) -> np.ndarray:
             fext = tool_fext(model, tool_name, f_tool[s])
             out.append(pin.rnea(model, data, q[s], dq[s], ddq[s], fext))
     return np.array(out)
+
+
+def tool_poses(chain: wb.Chain, q: np.ndarray) -> np.ndarray:
+    """Tool poses (N, 4, 4) of ``chain`` at the rows of q, by Pinocchio's forward kinematics."""
+    model = wb.to_pinocchio(chain)
+    data = model.createData()
+    frame = model.getFrameId(chain.tool_name)
+    out = np.empty((len(q), 4, 4))
+    for s, sample in enumerate(q):
+        pin.framesForwardKinematics(model, data, sample)
+        out[s] = data.oMf[frame].homogeneous
+    return out

@@ -87,9 +87,10 @@ def loaded_joints(chain: Chain, q: Array) -> np.ndarray:
     """Which joints carry gravity in the log (n,): their largest gravity torque over the
     samples is at least :data:`LOADED` of the largest joint's. The others (a vertical first
     axis, a wrist whose link is balanced on its axis) see torques that only the model's own
-    errors make: a compliance fitted to them would explain something else."""
+    errors make: a compliance fitted to them would explain something else. A model without
+    masses loads none."""
     peak = np.nanmax(np.abs(deflection(chain, q, np.zeros(chain.n)).tau), axis=0, initial=0.0)
-    return peak >= LOADED * peak.max()
+    return (peak > 0.0) & (peak >= LOADED * peak.max())
 
 
 def joint_directions(

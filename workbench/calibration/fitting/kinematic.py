@@ -802,9 +802,25 @@ def calibrate_kinematic(
 SIGNIFICANT = 2.0  # a compliance below this many standard deviations is held rigid
 
 
+def _weak_compliances(problem: KinematicProblem, fit: KinematicFit, n: int) -> np.ndarray:
+    """The free joints whose compliance the data do not tell from zero
+    (:func:`_solve_physical`): below :data:`SIGNIFICANT` standard deviations, negative,
+    without a standard deviation (outside the identifiable steps: the data do not see it), or
+    whose deflection moves no prediction by as much as the residuals' standard deviation
+    (``c_i max |d r / d c_i|`` below ``sigma``: no sample can see it, whatever its t-value)."""
+    first = 6 * n + sum(problem.sizes)  # the compliances' entries (then the fixtures')
+    c = fit.model.compliance
+    std = np.sqrt(np.clip(np.diag(fit.covariance)[first : first + n], 0.0, None))
+    _, J = problem.evaluate(fit.model)
+    effect = c * np.abs(J[:, first : first + n]).max(axis=0, initial=0.0)
+    weak = (c < SIGNIFICANT * std) | (c < 0.0) | (std <= 0.0) | (effect < fit.solution.sigma)
+    return np.setdiff1d(np.flatnonzero(weak), problem.held)
+
+
 def _solve_physical(chain, problem, *args, frames=None) -> KinematicFit:
     """:func:`_solve`, with only compliances the data tell from zero: a joint whose estimate
-    is below :data:`SIGNIFICANT` standard deviations (negative ones included: no spring) is
+    is weak (:func:`_weak_compliances`: below :data:`SIGNIFICANT` standard deviations,
+    negative ones included: no spring; unseen; or deflecting no prediction beyond the noise) is
     held rigid (``held``, c = 0) and the rest refitted, until every free one is significant
     (an active set, warm-started); joints that carry no gravity in the log
     (:func:`~workbench.calibration.fitting.compliance.loaded_joints`) are rigid from the start.
@@ -819,14 +835,10 @@ def _solve_physical(chain, problem, *args, frames=None) -> KinematicFit:
             return _solve(chain, twists, *args, frames=frames)
     fit = _solve(chain, problem, *args, frames=frames)
     while problem.compliant:
-        first = 6 * chain.n + sum(problem.sizes)  # the compliances' entries (then fixtures')
-        c = fit.model.compliance
-        std = np.sqrt(np.clip(np.diag(fit.covariance)[first : first + chain.n], 0.0, None))
-        weak = np.setdiff1d(np.flatnonzero(c < SIGNIFICANT * std), problem.held)
-        weak = np.union1d(weak, np.setdiff1d(np.flatnonzero(c < 0.0), problem.held))
+        weak = _weak_compliances(problem, fit, chain.n)
         if weak.size == 0:
             break
-        start = c.copy()
+        start = fit.model.compliance.copy()
         start[weak] = 0.0
         held = tuple(sorted({*problem.held, *weak.tolist()}))
         if len(held) == chain.n:

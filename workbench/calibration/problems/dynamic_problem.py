@@ -107,6 +107,17 @@ def torque_setup(
     return TorqueSetup(model, base, x0, equations(model, base))
 
 
+def final_benefits(
+    benefits: list[dict[str, Any]] | None, terms: tuple[str, ...]
+) -> list[dict[str, Any]] | None:
+    """The screened terms' benefits against the final model (``terms``, what the selection
+    chose): ``kept`` says whether the term is in it, ``passed_screening`` whether the
+    screening offered it (the selection may still choose a simpler candidate)."""
+    if benefits is None:
+        return None
+    return [b | {"passed_screening": b["kept"], "kept": b["term"] in terms} for b in benefits]
+
+
 class DynamicOutputs(TorqueProblem):
     """What a dynamic problem reports of a fit (a :class:`~workbench.identification.least_squares.
     DynamicFit`); the problem gives ``setup(terms)`` and ``samples``."""
@@ -159,7 +170,7 @@ class DynamicOutputs(TorqueProblem):
             "physically_consistent": fit.physically_consistent,
             "iterations": fit.iterations,
             **shape_summary(fit.shapes, self.labels),
-            **benefit_summary(self.term_benefits),
+            **benefit_summary(final_benefits(self.term_benefits, fit.model.drives.terms)),
         }
 
 

@@ -4,10 +4,10 @@ Its blocks are rows of the log's poses (:class:`~workbench.calibration.problems.
 SampleBlocks`); its candidates are nested (:class:`Candidate`: ``frames``,
 ``offsets``, ``twists``, ``compliance`` (twists and a compliance per joint
 under gravity, :mod:`workbench.calibration.fitting.compliance`), each with a
-ridge toward the nominal), chosen by the held-out folds
-(:mod:`workbench.calibration.selection.selection`: ``compliance``, tried on
-the ridge of the best twists only, must also beat the ``twists`` of that
-ridge); the fit is
+ridge toward the nominal that the evidence of its training rows chooses,
+:mod:`workbench.calibration.selection.ridge_evidence`), chosen by the
+held-out folds (:mod:`workbench.calibration.selection.selection`:
+``compliance``, on the twists' ridge, must also beat the ``twists``); the fit is
 :func:`workbench.calibration.fitting.kinematic.calibrate_kinematic`.
 """
 
@@ -27,8 +27,10 @@ from workbench.calibration.fitting.kinematic import (
     KinematicProblem,
     calibrate_kinematic,
 )
+from workbench.calibration.fitting.solver import identifiable_subspace
 from workbench.calibration.problems.parameter_figures import eta_entries, relative_std
 from workbench.calibration.problems.problem import Options, Residuals, SampleBlocks
+from workbench.calibration.selection.ridge_evidence import ridge_by_evidence
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.eta import twist_covariance
@@ -36,28 +38,33 @@ from workbench.identification.drives import Drives, drive_file_text, stiffness_n
 from workbench.lie import Array
 from workbench.recordings.log import Log
 
-RIDGES = (0.0, 1e-4, 1e-2, 1.0)  # the ridge weights auto tries (KinematicProblem.ridge)
+EVIDENCE = None  # a Candidate's ridge chosen on its training rows by the evidence
 
 
 @dataclass(frozen=True)
 class Candidate:
     """What a kinematic calibration fits (``frames``, ``offsets``, ``twists``) and its ridge
-    toward the nominal (:class:`~workbench.calibration.fitting.kinematic.KinematicProblem`)."""
+    toward the nominal (:class:`~workbench.calibration.fitting.kinematic.KinematicProblem`):
+    a number, or :data:`EVIDENCE`: on every training set, the ridge its data make most
+    probable (:mod:`workbench.calibration.selection.ridge_evidence`, linearised at the
+    nominal joints; compliance takes the twists' ridge of the same rows)."""
 
     parameters: str
-    ridge: float = 0.0
+    ridge: float | None = 0.0
 
     @property
     def name(self) -> str:
+        if self.ridge is EVIDENCE:
+            return f"{self.parameters}, ridge by evidence"
         return self.parameters if not self.ridge else f"{self.parameters}, ridge {self.ridge:g}"
 
 
 def kinematic_candidates(parameters: str) -> tuple[Candidate, ...]:
     """The candidates of ``--parameters``: ``frames`` first (the nominal), then one forced
-    structure, or (``auto``) offsets, twists and compliance with every ridge of
-    :data:`RIDGES`."""
+    structure (no ridge), or (``auto``) offsets, twists and compliance, each with its ridge
+    chosen by the evidence (:data:`EVIDENCE`)."""
     if parameters == "auto":
-        chosen = [Candidate(p, r) for p in PARAMETERS[1:] for r in RIDGES]
+        chosen = [Candidate(p, EVIDENCE) for p in PARAMETERS[1:]]
     elif parameters in PARAMETERS:
         chosen = [Candidate(parameters)] if parameters != "frames" else []
     else:
@@ -109,6 +116,7 @@ class KinematicCalibrationProblem(SampleBlocks):
         self.rotation_weight = options.rotation_weight or 1.0
         self._nominal_fit = None
         self._frames: dict = {}  # the frames fit per training rows (fit)
+        self._ridges: dict = {}  # the evidence's ridge per (training rows, parameters) (fit)
         if options.rotation_weight is None and self.problem.has_rotation:
             self._nominal_fit = self._calibrate(
                 replace(self.problem, parameters="frames"), rotation_weight=None
@@ -138,16 +146,6 @@ class KinematicCalibrationProblem(SampleBlocks):
             return None
         return Candidate("twists", candidate.ridge)
 
-    def screen(self, score, beats) -> None:
-        """Compliance only on the ridge of the best twists (lowest held-out relative RMS, by
-        ``score``), so that one compliance candidate is cross-validated, not one per ridge."""
-        twists = [c for c in self.candidates if c.parameters == "twists"]
-        compliant = [c for c in self.candidates if c.parameters == "compliance"]
-        if len(compliant) > 1 and twists:
-            best = min(twists, key=lambda c: score(c).relative_rms)
-            rigid = tuple(c for c in self.candidates if c.parameters != "compliance")
-            self.candidates = (*rigid, Candidate("compliance", best.ridge))
-
     def _calibrate(
         self, problem: KinematicProblem, rotation_weight: float | None, frames=None,
         chain: Chain | None = None,
@@ -164,6 +162,8 @@ class KinematicCalibrationProblem(SampleBlocks):
         """Calibrate ``candidate`` (default: the last, most flexible) on ``rows`` (None: all);
         every candidate on the same rows starts from one ``frames`` fit."""
         candidate = candidate or self.candidates[-1]
+        if rows is not None:
+            self._check_fixtures_seen(rows)
         if rows is None and candidate == self.nominal_candidate and self._nominal_fit:
             return self._nominal_fit
         problem = self.problem if rows is None else self.problem.subset(rows)
@@ -174,10 +174,53 @@ class KinematicCalibrationProblem(SampleBlocks):
             self._frames[key] = frames
         if candidate == self.nominal_candidate:
             return frames
+        ridge = candidate.ridge
+        if ridge is EVIDENCE:
+            rigid = "twists" if candidate.parameters == "compliance" else candidate.parameters
+            if (key, rigid) not in self._ridges:
+                self._ridges[key, rigid] = self._evidence(problem, rigid, frames)
+            ridge = self._ridges[key, rigid]
         return self._calibrate(
-            replace(problem, parameters=candidate.parameters, ridge=candidate.ridge),
+            replace(problem, parameters=candidate.parameters, ridge=ridge),
             self.rotation_weight, frames,
         )  # fmt: skip
+
+    def _evidence(self, problem: KinematicProblem, parameters: str, frames) -> float:
+        """The ridge of ``parameters`` on ``problem``'s rows with the largest evidence
+        (:func:`~workbench.calibration.selection.ridge_evidence.ridge_by_evidence`), the
+        problem linearised where its prior is centred: the nominal joints with the ``frames``
+        fit of the same rows (where every fit of a joint candidate starts, and whose column
+        norms are the prior's scales ``s_i``), on its identifiable steps there."""
+        problem = replace(
+            problem, parameters=parameters, ridge=0.0, rotation_weight=frames.rotation_weight
+        )
+        start = replace(
+            problem.start(self.nominal), device=frames.model.device,
+            placements=frames.model.placements, fixtures=frames.model.fixtures,
+        )  # fmt: skip
+        d, _ = problem.sizes
+        k = start.coordinates.size
+        linear = problem.linearise(start)
+        scale2 = np.sum(linear.R[:, d : d + k] ** 2, axis=0)
+        S = identifiable_subspace(
+            linear.jacobian_factor, linear.candidates, preferred=linear.preferred
+        ).basis
+        r, J = problem.evaluate(start)
+        C = problem.coordinate_jacobian(start, linear) @ S
+        return ridge_by_evidence(J @ S, r, C, scale2, start.coordinates)
+
+    def _check_fixtures_seen(self, rows: np.ndarray) -> None:
+        """Refuse training ``rows`` that hold too few samples of a fixture to place it (a point
+        one, a plane three): the fixture's unknowns would be fitted to nothing."""
+        for f in self.problem.fixtures:
+            seen, need = int(np.count_nonzero(f.rows[rows])), 1 if f.kind == "point" else 3
+            if seen < need:
+                raise WorkbenchError(
+                    f"fixture {f.name!r} has {seen} of its {int(np.count_nonzero(f.rows))} "
+                    f"samples among the training samples of a validation fold, too few to place "
+                    f"its {f.kind}: log it throughout the recording, or shuffle the folds "
+                    "([validation] shuffle = true) or hold out less"
+                )
 
     def baseline(self, rows: np.ndarray | None):
         """The nominal model: joints as loaded, device and marker frames fitted on ``rows``."""

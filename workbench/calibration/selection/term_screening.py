@@ -110,6 +110,8 @@ def benefit_rows(entry: dict[str, Any] | None) -> list[tuple[str, str]]:
         if "with_the_others" in b:
             parts.append(_figures("with the others", b["with_the_others"]))
         verdict = "kept" if b["kept"] else "dropped"
+        if b.get("passed_screening") and not b["kept"]:
+            verdict = "passed the screening, not in the final model"
         rows.append((f"further drive term {b['term']} ({verdict})", "; ".join(parts)))
     return rows
 
@@ -126,5 +128,7 @@ BENEFIT_NOTE = (
     "alone: each further term tried on top of the classic terms on the same folds, held-out "
     "relative RMS with and without it; with_the_others: the candidate with every term that "
     "passed against it without this one; beats: by more than one standard error (mean) of the "
-    "paired per-sample difference of held-out squared errors; kept: the term stays"
+    "paired per-sample difference of held-out squared errors; passed_screening: the term stayed "
+    "through these tests; kept: the term is in the final model (the selection may choose a "
+    "simpler candidate)"
 )
