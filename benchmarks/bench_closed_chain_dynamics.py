@@ -5,12 +5,16 @@ For each mechanism (the three example-parallel-robots folders of
 with random motor velocities (idle joints moving too) and random motor
 torques: the joint accelerations of
 ``workbench.closed_chains.dynamics.forward_dynamics`` (batched over the N
-states) and of Pinocchio's ``constraintDynamics`` and ``lcaba`` (one call
-per state, proximal settings accuracy 1e-14, mu 1e-10) on the same
+states) and of Pinocchio's ``constraintDynamics`` (proximal settings accuracy
+1e-14, mu 1e-10) and ``lcaba`` (accuracy 1e-14, mu ``LCABA_MU``: its
+regularisation enters unscaled, mu 1e-10 costs it 5 digits) one call per
+state, on the same
 Pinocchio model (``to_pinocchio`` of the spanning tree) with one
 ``RigidConstraintModel`` per closure (weld, or rotation with coincident
 origins: CONTACT_6D; point and planar: CONTACT_3D; revolute: two CONTACT_3D
-on its axis). Times per state, min and median of ``--repeats`` runs.
+on its axis). Times per state, min and median of ``--repeats`` runs. The
+last column compares ``lcaba`` at rest (dq = 0, same q and torques): it
+agrees there, and differs only through the velocity terms of 6d closures.
 
     python benchmarks/bench_closed_chain_dynamics.py --samples 100 --repeats 5
 """
@@ -41,6 +45,10 @@ FOLDERS = [shipped("models") / "parallel_robots" / name
 # the spherical five-bar is left out: its massless cut link makes Pinocchio's mass matrix
 # singular (tests/test_closed_chains.py gives it a leaf inertia for the comparison)
 SHIPPED = ("planar_fivebar", "fourbar", "delta")
+# lcaba's proximal parameter: Pinocchio's documentation advises ~1e-6; with 1e-10 its
+# accelerations lose five digits (1e-5 relative on planar_fivebar), with 1e-4 they equal
+# constraintDynamics' to 1e-11 on the closures without weld rows
+LCABA_MU = 1e-4
 
 
 def constraints(chain, model):
@@ -100,8 +108,9 @@ def main() -> None:
     print(f"N = {args.samples} states, {args.repeats} repeats; µs per state")
     print(row("mechanism", "n", "motors + idle", "ours min", "ours median",
               "constraintDynamics min", "median", "lcaba min", "median",
-              "ours vs constraintDynamics", "lcaba vs constraintDynamics"))  # fmt: skip
-    print(row(*["---"] * 11))
+              "ours vs constraintDynamics", "lcaba vs constraintDynamics",
+              "lcaba vs constraintDynamics at dq = 0"))  # fmt: skip
+    print(row(*["---"] * 12))
     chains = [(p.name, load(p / "robot.yaml")) for p in FOLDERS]
     chains += [(name, load(name)) for name in SHIPPED]
     for name, chain in chains:
@@ -122,21 +131,27 @@ def compare(name: str, chain, samples: int, repeats: int, rng) -> str:
     torque = np.zeros_like(q)
     torque[:, chain.active[: len(chain.actuated)]] = tau
 
-    def pinocchio_all(algorithm):
+    def pinocchio_all(algorithm, settings, dq=dq):
         return np.array([algorithm(model, data, q[k], dq[k], torque[k], cms, cds, settings)
                          for k in range(len(q))])  # fmt: skip
 
-    reference, cd_min, cd_median = timed(lambda: pinocchio_all(pin.constraintDynamics), repeats)
+    reference, cd_min, cd_median = timed(
+        lambda: pinocchio_all(pin.constraintDynamics, settings), repeats
+    )
+    rest = pinocchio_all(pin.constraintDynamics, settings, 0 * dq)
     pin.computeJointMinimalOrdering(model, data, cms)
-    lcaba_ddq, lc_min, lc_median = timed(lambda: pinocchio_all(pin.lcaba), repeats)
+    lcaba_settings = pin.ProximalSettings(1e-14, LCABA_MU, 1000)
+    lcaba_ddq, lc_min, lc_median = timed(lambda: pinocchio_all(pin.lcaba, lcaba_settings), repeats)
+    lcaba_rest = pinocchio_all(pin.lcaba, lcaba_settings, 0 * dq)
     scale = max(1.0, np.abs(reference).max())
     diff = np.abs(ddq - reference).max() / scale
     diff_lcaba = np.abs(lcaba_ddq - reference).max() / scale
+    diff_rest = np.abs(lcaba_rest - rest).max() / max(1.0, np.abs(rest).max())
     per = 1e6 / len(q)
     return row(name, chain.n, f"{len(chain.actuated)} + {len(chain.idle)}",
                f"{ours_min * per:.1f}", f"{ours_median * per:.1f}", f"{cd_min * per:.1f}",
                f"{cd_median * per:.1f}", f"{lc_min * per:.1f}", f"{lc_median * per:.1f}",
-               f"{diff:.1e}", f"{diff_lcaba:.1e}")  # fmt: skip
+               f"{diff:.1e}", f"{diff_lcaba:.1e}", f"{diff_rest:.1e}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -193,3 +193,40 @@ def test_mjcf_export_loads_in_mujoco_closed(name, tmp_path):
     mujoco.mj_forward(model, data)
     equality = data.efc_type[: data.nefc] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
     assert equality.any() and np.abs(data.efc_pos[: data.nefc][equality]).max() <= 1e-9
+
+
+def test_motor_logs_of_folders_with_idle_motions_are_refused(tmp_path, capsys):
+    """simulate-log and calibrate --model DIR: exit 2 naming the idle joints, nothing written
+    (robot_delta: three rods spin between ball joints; the other two folders take the same path).
+
+    The idle joints are those the null space of the closure Jacobian at home
+    leaves with the motors still (computed here from Pinocchio's constraint
+    Jacobian, not the project's)."""
+    from workbench.cli import main
+
+    folder = FOLDERS / "robot_delta"
+    model, data, constraints, datas, motors = pinocchio_reference(folder)
+    chain = read_folder(folder)
+    x = np.zeros(model.nq)
+    for joint, value in zip(chain.joint_names, chain.home, strict=True):
+        x[model.joints[model.getJointId(joint)].idx_q] = value
+    pin.initConstraintDynamics(model, data, constraints, datas)
+    zero = np.zeros(model.nv)
+    settings = pin.ProximalSettings(1e-14, 1e-10, 200)
+    pin.constraintDynamics(model, data, x, zero, zero, constraints, datas, settings)
+    J = pin.getConstraintsJacobian(model, data, constraints, datas)
+    free = model.nv - np.linalg.matrix_rank(J, 1e-9) - len(motors)  # idle motions
+    assert free == len(chain.idle) > 0
+    out = tmp_path / "log.csv"
+    assert main(["simulate-log", str(folder), "--kind", "twist", "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert "idle motions" in message and all(j in message for j in chain.idle)
+    assert not any(tmp_path.iterdir())
+    log = tmp_path / "motors.csv"
+    header = ["t", *(f"{p}_{m}" for p in ("q", "dq", "ddq", "tau") for m in motors)]
+    log.write_text(",".join(header) + "\n" + ",".join(["0"] * len(header)) + "\n")
+    code = main(["calibrate", "--model", str(folder / "robot.yaml"), "--log", str(log),
+                 "--kind", "twist", "--out", str(tmp_path / "cal"), "--quiet"])  # fmt: skip
+    assert code == 2
+    assert "idle motions" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["motors.csv"]

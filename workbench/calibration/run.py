@@ -36,6 +36,7 @@ from workbench import closed_chains, models
 from workbench.calibration.checks.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.checks.link_plausibility import compare_links
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
+from workbench.calibration.fitting.closed_chain import require_motor_coordinates
 from workbench.calibration.fitting.drive_gains import DriveGainFit, identify_drive_gains
 from workbench.calibration.problems.kinds import KINDS, kind
 from workbench.calibration.problems.problem import Options
@@ -270,6 +271,7 @@ def _model(request: Request, large: bool):
                 "parameters)"
             )
         model = closed_chains.load(request.model)
+        require_motor_coordinates(model)
         return model, model.motors, model.urdf_path
     whole = models.movable_joints(request.model)
     joints, locked, held = (None, {}, {}) if large else logged_joints(request.log, whole)

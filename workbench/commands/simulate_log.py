@@ -131,7 +131,10 @@ def _drive_entries(drives) -> dict:
 def _closed(args: argparse.Namespace, out) -> int:
     """A motor-torque log of a perturbed closed chain (a kind that calibrates closed chains)."""
     from workbench import closed_chains
-    from workbench.calibration.fitting.closed_chain import simulate_closed_log
+    from workbench.calibration.fitting.closed_chain import (
+        require_motor_coordinates,
+        simulate_closed_log,
+    )
     from workbench.calibration.problems.kinds import KINDS
     from workbench.errors import WorkbenchError
     from workbench.io import atomic_write_text
@@ -145,6 +148,7 @@ def _closed(args: argparse.Namespace, out) -> int:
             f"(--kind {' or '.join(closed)})"
         )
     model = closed_chains.load(args.model)
+    require_motor_coordinates(model)
     log, truth, eta, viscous, coulomb = simulate_closed_log(
         model, samples=args.samples, perturb=args.perturb, noise=args.noise,
         friction=args.friction, seed=args.seed,

@@ -77,6 +77,7 @@ KNOT_BYTES = 1024
 COARSE = 0.05  # transcription error, as a fraction of the tool's travel, that makes a warning
 DRIFT = 0.01  # m or rad: a simulated end error below this and COARSE of the travel is no warning
 SHORT_TRAVEL = 1e-3  # m or rad: travel below this is judged against it, not as a fraction
+SUBSTEPS = (1, 8, 64)  # RK4 steps per knot interval of the simulation, tried in turn
 
 
 # ------------------------------------------------------------ configurations
@@ -456,14 +457,24 @@ def transcription_error(model: ClosedChain, result: ReachResult) -> float:
 
 
 def _simulate(model: ClosedChain, goal: Array, result: ReachResult) -> None:
-    """Forward-simulate the optimal motor torques (RK4, one step per knot interval).
+    """Forward-simulate the optimal motor torques (RK4, one step per knot interval, or
+    ``SUBSTEPS`` steps where that diverges).
 
+    A stiff mechanism (a light link between heavy ones: the reduced inertia's
+    eigenvalues five decades apart on 5bar_linkage, eigenvalues of the linearised dynamics
+    h |lambda| > 2.8 for RK4) makes one step per interval diverge although
+    the plan is accurate; smaller steps then integrate the same torques.
     Sets the final task error of the simulated motion and the largest
     distance between the simulated and the planned task vectors.
     """
-    q, _ = simulate(
-        model, result.t, result.tau, result.q[0], result.dq[0, model.active], substeps=1
-    )
+    tau, q0, dqa0 = result.tau, result.q[0], result.dq[0, model.active]
+    for substeps in SUBSTEPS:
+        try:
+            q, _ = simulate(model, result.t, tau, q0, dqa0, substeps=substeps)
+            break
+        except WorkbenchError:
+            if substeps == SUBSTEPS[-1]:
+                raise
     simulated = task(model, q)[0]
     result.task_error = float(task_distance(model, simulated[-1], goal))
     result.tracking_error = float(np.max(task_distance(model, simulated, task(model, result.q)[0])))

@@ -89,6 +89,23 @@ class ClosedChainTwistProblem(TwistProblem):
         return chain.with_inertias(inertias)
 
 
+def require_motor_coordinates(model: ClosedChain) -> None:
+    """Refuse a closed chain whose motors do not fix its configuration (idle motions).
+
+    With idle motions (a rod spinning between two ball joints) a motor log
+    leaves the idle joints unknown at every sample, so neither the tree
+    state of a sample nor its torques follow from the log: such a chain is
+    neither simulated into a motor log nor calibrated from one.
+    """
+    if model.idle:
+        raise WorkbenchError(
+            f"{model.where}: its closures leave idle motions (idle joints "
+            f"{', '.join(model.idle)} move with the motors still), so a log of the motors "
+            f"({', '.join(model.actuated)}) does not fix its configuration: it is not "
+            "simulated into a motor log or calibrated from one (reach, info and export take it)"
+        )
+
+
 def motor_trajectory(
     model: ClosedChain, samples: int, dt: float, seed: int
 ) -> tuple[Array, Array, Array, Array, Array]:

@@ -1,0 +1,98 @@
+"""Reaching with example-parallel-robots folders, in the problem-file form of the issue.
+
+``[task] model = "DIR/robot.yaml"``, ``tool``, ``start``, ``goal``,
+``duration`` and ``[limits] torque`` (one per motor) through
+``python -m workbench.cli reach FILE --out OUT --quiet``. The plan's final
+configuration is checked with Pinocchio's forward kinematics of the folder's
+own URDF (the tool frame at the goal to 1 mm), and ``summary.json``'s
+``final_position_error_m`` (the open-loop simulation of the planned torques)
+must be within 1 mm too.
+
+The 5bar_linkage weighs 1.3e6 kg (its README): its open-loop dynamics are
+unstable (linearised eigenvalues up to +60 1/s) and stiff (reduced inertia
+eigenvalues from 2 to 1.6e5), so its problem is a short, fast move with large
+torques (on 0.1 s and longer moves one RK4 step per knot interval of the
+simulation diverges, and the reach then simulates with 8 or 64). The delta's three
+rods spin freely between ball joints (idle joints, planned with zero force).
+cassie_like is not here: its two idle rods have a reduced inertia of 4.7e-6
+kg m^2, and IPOPT wanders along them (steps of 1e2-1e3) without converging.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from workbench.closed_chains import load
+from workbench.resources import shipped
+
+FOLDERS = shipped("models") / "parallel_robots"
+# name: tool frame, start, goal (m), duration (s), torque limit per motor (N m), knots
+PROBLEMS = {
+    "5bar_linkage": ("effector", [0.1, 0.0225, -0.9237], [0.1, 0.0275, -0.9237], 0.05,
+                     [1e8, 1e8], 20),
+    "robot_delta": ("effector", [0.005, 0.078, 0.0035], [0.005, 0.0754, -0.0012], 0.5,
+                    [1.0, 1.0], 30),
+}  # fmt: skip
+
+
+def reach(tmp_path, name: str) -> tuple[int, dict, dict]:
+    """Run the command line on the folder's problem: exit code, summary, trajectory."""
+    tool, start, goal, duration, torque, knots = PROBLEMS[name]
+    problem = tmp_path / f"{name}.toml"
+    problem.write_text(
+        "[task]\n"
+        f'model = "{FOLDERS / name / "robot.yaml"}"\n'
+        f'tool = "{tool}"\n'
+        f"start = {start}\n"
+        f"goal = {goal}\n"
+        f"duration = {duration}\n"
+        "[limits]\n"
+        f"torque = {torque}\n"
+        "[transcription]\n"
+        f"knots = {knots}\n"
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "reach", str(problem), "--out", str(out),
+         "--quiet"], capture_output=True, text=True,
+    )  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    with np.load(out / "trajectory.npz") as data:
+        trajectory = {key: data[key] for key in data.files}
+    return done.returncode, summary, trajectory
+
+
+def pinocchio_tool(name: str, joint_names, q: np.ndarray) -> np.ndarray:
+    """The tool frame's position by Pinocchio's forward kinematics of the folder's URDF."""
+    model = pin.buildModelFromUrdf(str(FOLDERS / name / "robot.urdf"))
+    data = model.createData()
+    x = np.zeros(model.nq)
+    for joint, value in zip(joint_names, q, strict=True):
+        x[model.joints[model.getJointId(joint)].idx_q] = value
+    pin.framesForwardKinematics(model, data, x)
+    return data.oMf[model.getFrameId(PROBLEMS[name][0])].translation.copy()
+
+
+def check(tmp_path, name: str) -> None:
+    code, summary, trajectory = reach(tmp_path, name)
+    assert code == 0 and summary["status"] == "solved", summary
+    assert summary["final_position_error_m"] <= 1e-3
+    chain = load(FOLDERS / name / "robot.yaml", tool=PROBLEMS[name][0])
+    for k, target in ((0, PROBLEMS[name][1]), (-1, PROBLEMS[name][2])):
+        position = pinocchio_tool(name, chain.joint_names, trajectory["q"][k])
+        assert np.linalg.norm(position - target) <= 1e-3
+
+
+def test_the_heavy_five_bar_reaches_its_goal_to_a_millimetre(tmp_path):
+    check(tmp_path, "5bar_linkage")
+
+
+@pytest.mark.slow
+def test_the_delta_with_three_idle_rods_reaches_its_goal_to_a_millimetre(tmp_path):
+    check(tmp_path, "robot_delta")
