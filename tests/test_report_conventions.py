@@ -30,6 +30,7 @@ from workbench.calibration.reporting.report import write_report
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.errors import WorkbenchWarning
+from workbench.models.urdf import load_urdf
 
 ARM = """<?xml version="1.0"?>
 <robot name="arm_slider">
@@ -62,7 +63,7 @@ ARM = """<?xml version="1.0"?>
 def arm(tmp_path_factory):
     path = tmp_path_factory.mktemp("arm") / "arm.urdf"
     path.write_text(ARM)
-    return wb.load_urdf(path, tool_frame="tool")
+    return load_urdf(path, tool_frame="tool")
 
 
 def test_torque_units_by_joint_type_and_per_joint_heldout(arm, tmp_path):
