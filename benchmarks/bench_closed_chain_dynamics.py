@@ -22,9 +22,7 @@ agrees there, and differs only through the velocity terms of 6d closures.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,7 @@ import pinocchio as pin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import machine, row
+from timing import machine, row, timed
 
 from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import forward_dynamics
@@ -88,14 +86,20 @@ def states(chain, samples, rng):
     return q, dqa, tau
 
 
-def timed(fn, repeats):
-    fn()  # warm-up: compiled kernels loaded
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return out, min(times), statistics.median(times)
+def constrained_states(chain, samples: int, rng):
+    """Pinocchio's model, data, constraint models and datas of ``chain`` (initialised for
+    ``constraintDynamics``), and ``samples`` random closed states: q, motor velocities dqa,
+    motor torques tau, tree velocities dq and tree torques (zero on passive joints)."""
+    model = to_pinocchio(chain.tree)
+    data = model.createData()
+    cms = constraints(chain, model)
+    cds = pin.StdVec_RigidConstraintData([c.createData() for c in cms])
+    pin.initConstraintDynamics(model, data, cms, cds)
+    q, dqa, tau = states(chain, samples, rng)
+    dq = velocities(chain, q, dqa)
+    torque = np.zeros_like(q)
+    torque[:, chain.active[: len(chain.actuated)]] = tau
+    return model, data, cms, cds, q, dqa, tau, dq, torque
 
 
 def main() -> None:
@@ -119,17 +123,9 @@ def main() -> None:
 
 def compare(name: str, chain, samples: int, repeats: int, rng) -> str:
     """One table row: times per state and the largest differences of ddq."""
-    model = to_pinocchio(chain.tree)
-    data = model.createData()
-    cms = constraints(chain, model)
-    cds = pin.StdVec_RigidConstraintData([c.createData() for c in cms])
+    model, data, cms, cds, q, dqa, tau, dq, torque = constrained_states(chain, samples, rng)
     settings = pin.ProximalSettings(1e-14, 1e-10, 200)
-    pin.initConstraintDynamics(model, data, cms, cds)
-    q, dqa, tau = states(chain, samples, rng)
     (_, ddq), ours_min, ours_median = timed(lambda: forward_dynamics(chain, q, dqa, tau), repeats)
-    dq = velocities(chain, q, dqa)
-    torque = np.zeros_like(q)
-    torque[:, chain.active[: len(chain.actuated)]] = tau
 
     def pinocchio_all(algorithm, settings, dq=dq):
         return np.array([algorithm(model, data, q[k], dq[k], torque[k], cms, cds, settings)

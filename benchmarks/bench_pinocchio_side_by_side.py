@@ -22,9 +22,7 @@ Times are µs per sample, min and median of ``--repeats`` runs after one untimed
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,28 +30,15 @@ import pinocchio as pin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_closed_chain_dynamics import FOLDERS, SHIPPED, constraints, states
-from timing import machine, row
+from bench_closed_chain_dynamics import FOLDERS, SHIPPED, constrained_states
+from timing import machine, row, timed
 
 import workbench as wb
 from workbench.closed_chains import load
 from workbench.closed_chains.dynamics import forward_dynamics
-from workbench.closed_chains.kinematics import velocities
 from workbench.dynamics.derivatives import rnea_derivatives
-from workbench.models.pinocchio_conversion import to_pinocchio
 
 ROBOTS = ("ur5", "panda_arm")
-
-
-def timed(fn, repeats: int):
-    """(last result, min, median) of ``fn()`` over ``repeats`` runs after a warm-up run."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return out, min(times), statistics.median(times)
 
 
 def difference(ours: np.ndarray, reference: np.ndarray) -> str:
@@ -114,16 +99,8 @@ def open_chain_rows(name: str, samples: int, repeats: int, rng) -> list[str]:
 
 def closed_chain_row(name: str, chain, samples: int, repeats: int, rng) -> str:
     """Forward dynamics of a closed chain against ``constraintDynamics``."""
-    model = to_pinocchio(chain.tree)
-    data = model.createData()
-    cms = constraints(chain, model)
-    cds = pin.StdVec_RigidConstraintData([c.createData() for c in cms])
+    model, data, cms, cds, q, dqa, tau, dq, torque = constrained_states(chain, samples, rng)
     settings = pin.ProximalSettings(1e-14, 1e-10, 200)
-    pin.initConstraintDynamics(model, data, cms, cds)
-    q, dqa, tau = states(chain, samples, rng)
-    dq = velocities(chain, q, dqa)
-    torque = np.zeros_like(q)
-    torque[:, chain.active[: len(chain.actuated)]] = tau
 
     def theirs():
         return np.array([pin.constraintDynamics(model, data, q[k], dq[k], torque[k], cms, cds,

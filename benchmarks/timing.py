@@ -20,6 +20,18 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) 
     return statistics.median(times)
 
 
+def timed(fn: Callable[[], object], repeats: int) -> tuple[object, float, float]:
+    """(last result, min, median) seconds of ``fn()`` over ``repeats`` runs after a warm-up run
+    (compiled kernels loaded)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return out, min(times), statistics.median(times)
+
+
 def machine() -> str:
     """One line describing the machine and the library versions."""
     import casadi
