@@ -6,8 +6,9 @@ SampleBlocks`); its candidates are nested (:class:`Candidate`: ``frames``,
 under gravity, :mod:`workbench.calibration.fitting.compliance`), each with a
 ridge toward the nominal that the evidence of its training rows chooses,
 :mod:`workbench.calibration.selection.ridge_evidence`), chosen by the
-held-out folds (:mod:`workbench.calibration.selection.selection`:
-``compliance``, on the twists' ridge, must also beat the ``twists``); the fit is
+held-out folds (:mod:`workbench.calibration.selection.selection`: each
+candidate that adds parameters to a simpler one must also beat it, ``twists``
+the ``offsets`` and ``compliance`` the ``twists``, of the same ridge); the fit is
 :func:`workbench.calibration.fitting.kinematic.calibrate_kinematic`.
 """
 
@@ -140,11 +141,14 @@ class KinematicCalibrationProblem(SampleBlocks):
 
     def extends(self, candidate: Candidate) -> Candidate | None:
         """The candidate ``candidate`` adds parameters to, which it must also beat by more than
-        chance to be kept (:func:`~workbench.calibration.selection.select`): compliance on
-        the twists of the same ridge."""
-        if candidate.parameters != "compliance":
-            return None
-        return Candidate("twists", candidate.ridge)
+        chance to be kept (:func:`~workbench.calibration.selection.select`): twists on the
+        offsets (a joint offset is a twist's motion about its own axis), compliance on the
+        twists, of the same ridge."""
+        if candidate.parameters == "compliance":
+            return Candidate("twists", candidate.ridge)
+        if candidate.parameters == "twists":
+            return Candidate("offsets", candidate.ridge)
+        return None
 
     def _calibrate(
         self, problem: KinematicProblem, rotation_weight: float | None, frames=None,

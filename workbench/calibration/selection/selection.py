@@ -16,9 +16,9 @@ rule:
     the nominal.
 
 A candidate that only adds parameters to another (``problem.extends(c)``:
-the kinematic kind's ``compliance`` on top of ``twists``) must also beat
-that one by more than one standard error: what the extra parameters buy is
-tested, not only the whole.
+the kinematic kind's ``twists`` on top of ``offsets``, ``compliance`` on top
+of ``twists``) must also beat that one by more than one standard error: what
+the extra parameters buy is tested, not only the whole.
 
 So the kept model never predicts the held-out samples worse than the
 nominal on these folds, and a calibration that only fits noise (better by
