@@ -194,7 +194,7 @@ def mjcf_element(
 ) -> ET.Element:
     """The ``<mujoco>`` element of a closed chain (module docstring).
 
-    Arguments as in :func:`workbench.models.mjcf.mjcf_string`, per tree joint
+    Arguments as in :func:`workbench.models.mjcf.mjcf_element`, per tree joint
     (those of folded joints are dropped); the motors are the actuated joints.
     """
     tree = model.tree

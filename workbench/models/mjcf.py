@@ -224,7 +224,19 @@ def mjcf_element(
     keyframe: Mapping[str, float] | None = None,
     keyframe_name: str = "calibration",
 ) -> ET.Element:
-    """The ``<mujoco>`` element of ``chain`` (arguments as in :func:`mjcf_string`)."""
+    """The ``<mujoco>`` element of ``chain`` (module docstring).
+
+    ``armature``, ``damping``, ``frictionloss``, ``stiffness`` (n,) per joint
+    in the chain's order (default 0); ``couplings`` motors that turn with several
+    joints (:class:`Coupling`); ``meshes`` a frame name (a link, an attached
+    frame or the base) to :class:`Mesh` files written as visual geoms
+    without contacts (file names as given, resolved by MuJoCo relative to
+    the MJCF file); ``actuated`` the joints that get a motor (default all);
+    ``name`` the model's name (default the chain's); ``timestep`` (s) and
+    ``integrator`` MuJoCo's options; ``keyframe`` joint values (rad or m; the
+    others 0) written as the ``<key name=keyframe_name>`` of a ``<keyframe>``
+    (a whole robot's calibration: the values it locked each joint at).
+    """
     check_chain(chain)
     stiffness = _per_joint(chain, stiffness, "stiffness")
     armature = _per_joint(chain, armature, "armature")
@@ -386,42 +398,9 @@ def _joint(
         joint.set("stiffness", _num(stiffness))
 
 
-def mjcf_string(
-    chain: Chain,
-    *,
-    armature: ArrayLike | None = None,
-    damping: ArrayLike | None = None,
-    frictionloss: ArrayLike | None = None,
-    couplings: Sequence[Coupling] = (),
-    meshes: Mapping[str, Sequence[Mesh]] | None = None,
-    actuated: Sequence[str] | None = None,
-    name: str | None = None,
-    timestep: float = 0.002,
-    integrator: str = "implicitfast",
-    stiffness: ArrayLike | None = None,
-    keyframe: Mapping[str, float] | None = None,
-    keyframe_name: str = "calibration",
-) -> str:
-    """The MJCF text of ``chain`` (module docstring).
-
-    ``armature``, ``damping``, ``frictionloss``, ``stiffness`` (n,) per joint
-    in the chain's order (default 0); ``couplings`` motors that turn with several
-    joints (:class:`Coupling`); ``meshes`` a frame name (a link, an attached
-    frame or the base) to :class:`Mesh` files written as visual geoms
-    without contacts (file names as given, resolved by MuJoCo relative to
-    the MJCF file); ``actuated`` the joints that get a motor (default all);
-    ``name`` the model's name (default the chain's); ``timestep`` (s) and
-    ``integrator`` MuJoCo's options; ``keyframe`` joint values (rad or m; the
-    others 0) written as the ``<key name=keyframe_name>`` of a ``<keyframe>``
-    (a whole robot's calibration: the values it locked each joint at).
-    """
-    root = mjcf_element(
-        chain, armature=armature, damping=damping, frictionloss=frictionloss,
-        couplings=couplings, meshes=meshes, actuated=actuated, name=name,
-        timestep=timestep, integrator=integrator, stiffness=stiffness, keyframe=keyframe,
-        keyframe_name=keyframe_name,
-    )  # fmt: skip
-    return text(root)
+def mjcf_string(chain: Chain, **options: Any) -> str:
+    """The MJCF text of ``chain`` (options as in :func:`mjcf_element`)."""
+    return text(mjcf_element(chain, **options))
 
 
 def text(root: ET.Element) -> str:
@@ -431,5 +410,5 @@ def text(root: ET.Element) -> str:
 
 
 def write_mjcf(chain: Chain, path: str | os.PathLike, **options: Any) -> Path:
-    """Write ``chain`` to ``path`` as MJCF, atomically (options as in :func:`mjcf_string`)."""
+    """Write ``chain`` to ``path`` as MJCF, atomically (options as in :func:`mjcf_element`)."""
     return atomic_write_text(path, mjcf_string(chain, **options))
