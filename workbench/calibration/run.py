@@ -218,6 +218,12 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
         log = open_chunked_log(request.log, log_chain)
     else:
         log = read_log(request.log, log_chain, **reading)
+    if log.excluded and (request.kind != "dynamic" or request.payload_log):
+        what = "--payload-log" if request.kind == "dynamic" else f"--kind {request.kind}"
+        raise WorkbenchError(
+            f"{log.source}: [torques] exclude ({', '.join(log.excluded)}) applies to the "
+            f"dynamic identification of a log, not with {what}"
+        )
     nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
     validation = _validation(request, log_chain, reading, log.defaults)
     gains = None

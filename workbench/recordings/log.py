@@ -109,7 +109,9 @@ class Log:
     degrees, e.g. deg C: the temperature friction term uses differences from
     the log's mean only), None when not logged; ``fixtures`` the samples whose
     unmeasured marker rests on a fixed point or plane, ``distances`` known
-    distances between point fixtures.
+    distances between point fixtures; ``excluded`` the joints whose torque channels are left
+    out of torque fits and their figures (``[torques] exclude``: dead or untrusted channels;
+    their motion stays in the model).
     """
 
     t: Array  # (N,)
@@ -137,6 +139,7 @@ class Log:
     temperature: Array | None = None  # (N, n) drive temperatures
     fixtures: tuple[Fixture, ...] = ()
     distances: tuple[Distance, ...] = ()
+    excluded: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return self.t.shape[0]
@@ -151,6 +154,11 @@ class Log:
         markers = tuple(m.subset(rows) for m in self.markers)
         fixtures = tuple(f.subset(rows) for f in self.fixtures)
         return replace(self, **take, markers=markers, fixtures=fixtures, segments=None)
+
+    def torque_channels(self) -> np.ndarray:
+        """Which joints' torque equations enter fits and figures (n,) bool: all but
+        :attr:`excluded`."""
+        return np.array([j not in self.excluded for j in self.joint_names], dtype=bool)
 
     def spans(self) -> tuple[tuple[int, int], ...]:
         """The ``(start, stop)`` sample ranges filtered and decimated on their own."""

@@ -34,6 +34,8 @@ Verdicts (thresholds are module constants, with their reasons):
 * ``scale``: it follows the nominal torque at a ratio outside
   [:data:`RATIO_LOW`, :data:`RATIO_HIGH`] (raw units, torque constants);
 * ``ok``;
+* ``excluded``: the log leaves the joint's torque channel out (``[torques] exclude``), so it
+  is not compared;
 * ``explained`` (set by :func:`workbench.calibration.checks.fit_plausibility.diagnose`, not
   here): one of the above but the calibrated model explains the joint's efforts, so the
   nominal model, not the log, is off for that joint.
@@ -45,6 +47,7 @@ revolute joint, N per logged unit for a prismatic one).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +96,8 @@ class EffortFinding:
 
     joint: str
     kind: str  # "revolute" or "prismatic"
-    verdict: str  # "ok", "scale", "sign", "dead", "uncorrelated", "skipped", "explained"
+    verdict: str  # "ok", "scale", "sign", "dead", "uncorrelated", "skipped", "explained",
+    # "excluded"
     ratio: float  # k_j = logged / nominal (least squares); nan when skipped
     correlation: float  # rho_j; nan when skipped
     logged_rms: float  # in logged units (after the log's scale)
@@ -111,6 +115,8 @@ class EffortFinding:
             f"joint '{self.joint}': logged effort RMS {self.logged_rms:.4g}, nominal model's "
             f"{self.nominal_rms:.4g} {self.unit}"
         )
+        if self.verdict == "excluded":
+            return f"{head}; not compared: its torque channel is excluded ([torques] exclude)"
         if self.verdict == "skipped":
             return (
                 f"{head}; not compared: the nominal torque is too small to tell a unit (little "
@@ -129,7 +135,9 @@ class EffortFinding:
             "sign": f"{head}, {numbers}: the torque sign is flipped (torque column, scale or "
             f"transmission sign){fix}",
             "dead": f"{head}, correlation {self.correlation:.2f}: a dead channel (disconnected, "
-            "or the effort is logged on another motor, e.g. a differential wrist)",
+            "or the effort is logged on another motor, e.g. a differential wrist); leave its "
+            "torque out of the fit, its motion kept, with [torques] exclude = "
+            f'["{self.joint}"]',
             "uncorrelated": f"{head}, {numbers}: the effort does not follow the nominal torque "
             "(a wrong column, joint order or position unit?)",
             "explained": f"{head}, {numbers}: unlike the nominal model, the calibrated model "
@@ -139,7 +147,7 @@ class EffortFinding:
 
     @property
     def suspicious(self) -> bool:
-        return self.verdict not in ("ok", "skipped", "explained")
+        return self.verdict not in ("ok", "skipped", "explained", "excluded")
 
 
 def nominal_torques(
@@ -192,7 +200,7 @@ def compare_efforts(
     logged = sampled.tau
     if nominal_drives is None:
         logged, nominal = (without_drive_terms(v, sampled) for v in (logged, nominal))
-    return findings(chain, logged, nominal, informative_fraction(nominal_drives))
+    return findings(chain, logged, nominal, informative_fraction(nominal_drives), log.excluded)
 
 
 def informative_fraction(nominal_drives: dict[str, float] | None) -> float:
@@ -218,10 +226,15 @@ def without_drive_terms(values: Array, log: Log, terms: tuple[str, ...] = ("fric
 
 
 def findings(
-    chain: Chain, logged: Array, nominal: Array, fraction: float = INFORMATIVE_FRACTION
+    chain: Chain,
+    logged: Array,
+    nominal: Array,
+    fraction: float = INFORMATIVE_FRACTION,
+    excluded: Sequence[str] = (),
 ) -> list[EffortFinding]:
     """The findings of logged efforts (m, n) against nominal torques (m, n) (module docstring);
-    joints whose nominal RMS is below ``fraction`` of the largest of their kind are skipped."""
+    joints whose nominal RMS is below ``fraction`` of the largest of their kind are skipped,
+    those whose channel the log ``excluded`` are not compared (verdict ``excluded``)."""
     ratio, correlation, logged_rms, nominal_rms = ratios(logged, nominal)
     prismatic = np.array([k == PRISMATIC for k in chain.joint_kinds])
     largest = np.array([nominal_rms[prismatic == p].max() for p in prismatic])
@@ -229,9 +242,10 @@ def findings(
     out = []
     for j, joint in enumerate(chain.joint_names):
         kind = "prismatic" if chain.joint_kinds[j] == PRISMATIC else "revolute"
-        if not informative[j]:
+        if joint in excluded or not informative[j]:
+            verdict = "excluded" if joint in excluded else "skipped"
             out.append(
-                EffortFinding(joint, kind, "skipped", np.nan, np.nan, logged_rms[j],
+                EffortFinding(joint, kind, verdict, np.nan, np.nan, logged_rms[j],
                               nominal_rms[j], np.nan)
             )  # fmt: skip
             continue

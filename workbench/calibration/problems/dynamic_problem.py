@@ -102,7 +102,7 @@ def torque_setup(
     """The torque model of ``log``'s drives with ``terms`` and its ``equations(model, base)``."""
     drives = log_drives(log, terms)
     model = TorqueModel(chain, drives)
-    base = base_parameters(model)
+    base = base_parameters(model, channels=log.torque_channels())
     x0 = model.values(nominal_drive_values(drives, options))
     return TorqueSetup(model, base, x0, equations(model, base))
 
@@ -120,9 +120,12 @@ def final_benefits(
 
 class DynamicOutputs(TorqueProblem):
     """What a dynamic problem reports of a fit (a :class:`~workbench.identification.least_squares.
-    DynamicFit`); the problem gives ``setup(terms)`` and ``samples``."""
+    DynamicFit`); the problem gives ``setup(terms)`` and ``samples``. Its ``labels`` are the
+    joints whose torque channels enter (``channels`` (n,) bool: all but the log's excluded
+    ones), the figures theirs only."""
 
     samples: int
+    kept_channels: np.ndarray
     term_benefits: list[dict[str, Any]] | None = None  # the further drive terms screened
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
@@ -134,7 +137,7 @@ class DynamicOutputs(TorqueProblem):
         return fit.chain
 
     def dynamics(self, fit) -> dict[str, tuple[float, float]]:
-        return urdf_dynamics(fit.model.drives, fit.drive_values, self.labels)
+        return urdf_dynamics(fit.model.drives, fit.drive_values, self.joint_chain.joint_names)
 
     def files(self, fit) -> dict[str, str]:
         if not fit.model.drives.names:
@@ -154,7 +157,10 @@ class DynamicOutputs(TorqueProblem):
         return {
             "terms": list(fit.model.drives.terms),
             "condition_number": fit.condition_number,
-            "sigma_per_joint": dict(zip(self.labels, fit.sigma.tolist(), strict=True)),
+            "sigma_per_joint": dict(
+                zip(self.labels, fit.sigma[self.kept_channels].tolist(), strict=True)
+            ),
+            "torques_excluded": [j for j in self.joint_chain.joint_names if j not in self.labels],
             "units": self.units(),
             "equations": {"samples": self.samples, "rows_fitted": fit.rows},
             "base_parameters": {
@@ -169,7 +175,7 @@ class DynamicOutputs(TorqueProblem):
             "phi": fit.chain.phi.reshape(n, 10).tolist(),
             "physically_consistent": fit.physically_consistent,
             "iterations": fit.iterations,
-            **shape_summary(fit.shapes, self.labels),
+            **shape_summary(fit.shapes, self.joint_chain.joint_names),
             **benefit_summary(final_benefits(self.term_benefits, fit.model.drives.terms)),
         }
 
@@ -189,7 +195,8 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         self.options = options
         self.log = log
         drives = log_drives(log, options.terms)
-        self.labels = chain.joint_names
+        self.kept_channels = log.torque_channels()
+        self.labels = tuple(np.asarray(chain.joint_names)[self.kept_channels].tolist())
         self.joint_chain = chain
         self.setups: dict[tuple[str, ...], TorqueSetup] = {}
         self.all_terms = drives.terms
@@ -294,9 +301,10 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         return None
 
     def errors(self, fit, rows: np.ndarray) -> Array:
+        """Predicted minus measured torques (m, k) of the joints whose channels enter."""
         if fit is None:
-            return self.setups[self.all_terms].errors(None, rows)
-        return self.setup(fit.model.drives.terms).errors(fit, rows)
+            return self.setups[self.all_terms].errors(None, rows)[:, self.kept_channels]
+        return self.setup(fit.model.drives.terms).errors(fit, rows)[:, self.kept_channels]
 
     def measured(self, rows: np.ndarray) -> Array:
-        return self.equations.tau[rows]
+        return self.equations.tau[rows][:, self.kept_channels]
