@@ -18,7 +18,9 @@ it (a whole robot cut to the joints the log names, a closed chain from its
 motors' log), reads the log and the validation log, identifies drive gains
 from a ``payload_log``, calibrates (:func:`workbench.calibration.calibrate`,
 in memory or from a large log's triangular factors alike), and diagnoses an
-implausible torque fit (:mod:`workbench.calibration.checks.fit_plausibility`), and compares a
+implausible torque fit (:mod:`workbench.calibration.checks.fit_plausibility`; the efforts'
+comparison with the nominal torques under the summary key ``effort_check``, its suggested
+scales labelled as coming from the nominal model), and compares a
 dynamic model's links and mass matrix with the nominal ones
 (:mod:`workbench.calibration.checks.link_plausibility`, summary key ``nominal_comparison``).
 Warnings are collected, not printed: :attr:`Outcome.messages`.
@@ -33,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workbench import closed_chains, models
+from workbench.calibration.checks.effort_units import compare_efforts, effort_summary
 from workbench.calibration.checks.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.checks.link_plausibility import compare_links
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
@@ -242,6 +245,8 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     diagnoses = []
     if not large and spec.requires == ("tau",) and log_chain is chain:
         diagnoses = diagnose(log, chain, report.chain, nominal)
+        checked = effort_summary(compare_efforts(log, chain, nominal))
+        report = replace(report, summary=report.summary | {"effort_check": checked})
     figures = per_joint_figures(report.summary)
     if figures is not None:
         report = replace(report, summary=report.summary | {"heldout_per_joint": figures})

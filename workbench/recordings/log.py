@@ -111,7 +111,11 @@ class Log:
     unmeasured marker rests on a fixed point or plane, ``distances`` known
     distances between point fixtures; ``excluded`` the joints whose torque channels are left
     out of torque fits and their figures (``[torques] exclude``: dead or untrusted channels;
-    their motion stays in the model).
+    their motion stays in the model); ``effort_unit`` the unit of ``tau`` when it is not N m
+    (revolute) and N (prismatic), as a description declares it (``[torques] unit``, e.g. "A"
+    for currents read without torque constants), None for SI; ``scale_from_nominal`` the
+    joints whose torque scale was taken from the nominal model (``[torques]
+    scale_from_nominal``): their agreement with it is no evidence of their unit.
     """
 
     t: Array  # (N,)
@@ -140,6 +144,8 @@ class Log:
     fixtures: tuple[Fixture, ...] = ()
     distances: tuple[Distance, ...] = ()
     excluded: tuple[str, ...] = ()
+    effort_unit: str | None = None
+    scale_from_nominal: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return self.t.shape[0]

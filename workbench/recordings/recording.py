@@ -53,7 +53,13 @@ Sections and keys (every key is checked; unknown keys are errors):
     number or one per column, e.g. torque constants for currents),
     ``exclude`` (torques only: joints whose torque channel is dead or not to
     be trusted; their torque equations stay out of torque fits and figures
-    while their motion stays in the model).
+    while their motion stays in the model). For torques, ``unit`` is the
+    efforts' unit after ``scale``: "SI" (default: N m, N for prismatic
+    joints) or a name such as "A" for currents without torque constants,
+    which the calibration's figures then carry; ``scale_from_nominal``
+    (joints whose ``scale`` was taken from the nominal model, as the effort
+    check suggests it: their agreement with the nominal model is then no
+    evidence of their unit).
 ``[transmission]``
     The motor-from-joint matrix R of ``q_motor = R q``: ``ratios``
     (diagonal) and ``couplings`` ([motor, joint, ratio] entries, numbered
@@ -224,9 +230,13 @@ def _read(
         dq, _, table = _joint_block(reader, section, chain, transmission, "", order)
         blocks["dq"] = (dq, table)
     excluded: tuple[str, ...] = ()
+    from_nominal: tuple[str, ...] = ()
+    effort_unit = None
     if "torques" in top:
         section = top.section("torques")
-        excluded = _excluded(section, chain)
+        excluded = _joints_of(section, "exclude", chain)
+        from_nominal = _joints_of(section, "scale_from_nominal", chain)
+        effort_unit = _effort_unit(section)
         tau, tau_where, table = _joint_block(
             reader, section, chain, transmission, "torques", order, excluded
         )
@@ -332,6 +342,8 @@ def _read(
         fixtures=fixtures,
         distances=distances,
         excluded=excluded,
+        effort_unit=effort_unit,
+        scale_from_nominal=from_nominal,
         clock=found
         if posed
         else clock.summary()
@@ -602,21 +614,31 @@ def _column_names(section: Section, chain: Chain, order: tuple[str, ...]) -> lis
     return [by_joint[j] for j in chain.joint_names]
 
 
-def _excluded(section: Section, chain: Chain) -> tuple[str, ...]:
-    """``[torques] exclude``: the joints whose torque channels stay out of torque fits, in the
-    chain's order; a name that is not one of the model's joints is an error naming it."""
-    names = section.strings("exclude", [])
+def _joints_of(section: Section, key: str, chain: Chain) -> tuple[str, ...]:
+    """A list of joint names (``[torques] exclude``: the joints whose torque channels stay out
+    of torque fits; ``scale_from_nominal``: those whose scale came from the nominal model), in
+    the chain's order; a name that is not one of the model's joints is an error naming it."""
+    names = section.strings(key, [])
     unknown = [name for name in names if name not in chain.joint_names]
     if unknown:
         raise WorkbenchError(
-            f"{section.where('exclude')}: unknown joint(s) {', '.join(map(repr, unknown))}; the "
+            f"{section.where(key)}: unknown joint(s) {', '.join(map(repr, unknown))}; the "
             f"model's joints are {', '.join(chain.joint_names)}"
         )
-    if len(set(names)) == chain.n:
+    if key == "exclude" and len(set(names)) == chain.n:
         raise WorkbenchError(
-            f"{section.where('exclude')} leaves out every joint's torque: nothing is left to fit"
+            f"{section.where(key)} leaves out every joint's torque: nothing is left to fit"
         )
     return tuple(j for j in chain.joint_names if j in names)
+
+
+def _effort_unit(section: Section) -> str | None:
+    """``[torques] unit``: the unit of the efforts after ``scale``; None (not given, or "SI")
+    for N m on revolute and N on prismatic joints."""
+    unit = section.string("unit", "SI").strip()
+    if not unit:
+        raise WorkbenchError(f"{section.where('unit')} is empty; name the efforts' unit (or SI)")
+    return None if unit == "SI" else unit
 
 
 def _joint_block(

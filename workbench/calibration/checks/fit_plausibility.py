@@ -266,7 +266,7 @@ def diagnose(
     general = _general_symptoms(chain, fitted, *_kept(sampled, sampled.tau, raw))
     logged, nominal, gravity = _comparable(sampled, nominal_drives, sampled.tau, raw, gravity)
     fraction = informative_fraction(nominal_drives)
-    found = findings(chain, logged, nominal, fraction, sampled.excluded)
+    found = findings(chain, logged, nominal, fraction, sampled.excluded, sampled.scale_from_nominal)
     if fitted is not None:
         found = _explained_by_fit(sampled, fitted, found)
     steady = _constant_speeds(sampled, chain)
@@ -496,6 +496,8 @@ def _other_joints(found: list[EffortFinding], named: str) -> list[str]:
         ("explained", "the calibrated model explains the effort although the nominal one "
          "does not, so the nominal model cannot tell the unit or sign"),
         ("skipped", "not compared, the nominal torque is too small to tell a unit"),
+        ("unverified", "their scale was taken from the nominal model ([torques] "
+         "scale_from_nominal), so their ratio 1 is by construction: no evidence of their unit"),
     ):  # fmt: skip
         joints = [f for f in rest if f.verdict == verdict]
         if joints:

@@ -196,6 +196,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         self.log = log
         drives = log_drives(log, options.terms)
         self.kept_channels = log.torque_channels()
+        self.logged_unit = log.effort_unit
         self.labels = tuple(np.asarray(chain.joint_names)[self.kept_channels].tolist())
         self.joint_chain = chain
         self.setups: dict[tuple[str, ...], TorqueSetup] = {}
