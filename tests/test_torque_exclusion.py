@@ -54,8 +54,9 @@ def recorded(ur5):
 @pytest.fixture(scope="module")
 def excluded_fit(ur5, recorded):
     log, _ = recorded
+    options = replace(OPTIONS, prior_weights=(1.0, 100.0))
     return calibrate(ur5, "dynamic", replace(log, excluded=(ur5.joint_names[DEAD],)),
-                     Folds(4), OPTIONS)  # fmt: skip
+                     Folds(4), options)  # fmt: skip
 
 
 def pinocchio_regressor_torques(chain: wb.Chain, q, dq, ddq) -> np.ndarray:
@@ -203,3 +204,14 @@ def test_a_constant_torque_column_is_refused_unless_excluded(ur5, recorded, tmp_
     summary = run_calibration(request).report.summary
     assert summary["torques_excluded"] == [dead]
     assert dead not in summary["heldout_per_joint"]["calibrated"]
+
+
+def test_prior_weights_are_checked_on_the_folds(excluded_fit):
+    """Asked for, summary.json gives the held-out figure of each prior weight on the folds; the
+    weight used reproduces the held-out figure the folds gave the final model."""
+    entry = excluded_fit.summary["prior_weight"]
+    figures = entry["heldout_relative_rms"]
+    assert set(figures) == {"1", "10", "100"} and entry["used"] == 10.0
+    held = excluded_fit.summary["heldout_relative_rms"]
+    assert abs(figures["10"] - held) <= 1e-9 * held
+    assert all(0.0 < v < 0.05 for v in figures.values())

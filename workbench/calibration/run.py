@@ -86,6 +86,7 @@ class Request:
     parameters: str = "auto"
     payload_log: str | None = None
     progress: bool = False
+    prior_weights: tuple[float, ...] | None = None  # dynamic: weights of the prior to score
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,7 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
         loss=request.loss, f_scale=request.f_scale, physical=not request.unconstrained,
         inertial=request.inertial, terms=request.terms, nominal_drives=nominal,
         rotation_weight=request.rotation_weight, parameters=request.parameters,
-        progress=request.progress,
+        progress=request.progress, prior_weights=request.prior_weights or (),
     )  # fmt: skip
     report = calibrate(chain, request.kind, log, validation, options)
     diagnoses = []

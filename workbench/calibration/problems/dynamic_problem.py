@@ -52,6 +52,7 @@ from workbench.calibration.selection.term_screening import (
 )
 from workbench.calibration.selection.validation import EndSplit, Folds
 from workbench.chain import Chain
+from workbench.identification.consistency import PRIOR_WEIGHT
 from workbench.identification.drives import drive_file_text
 from workbench.identification.least_squares import fit_factors, merge_factors
 from workbench.identification.torque_model import BaseParameters, TorqueModel, base_parameters
@@ -177,7 +178,13 @@ class DynamicOutputs(TorqueProblem):
             "iterations": fit.iterations,
             **shape_summary(fit.shapes, self.joint_chain.joint_names),
             **benefit_summary(final_benefits(self.term_benefits, fit.model.drives.terms)),
+            **self.prior_weights(fit),
         }
+
+    def prior_weights(self, fit) -> dict[str, Any]:
+        """``{"prior_weight": ...}``: the held-out figures of other weights of the consistent
+        fit's prior; none here (a log in memory gives them, :class:`DynamicProblem`)."""
+        return {}
 
 
 class DynamicProblem(SampleBlocks, DynamicOutputs):
@@ -207,6 +214,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         )  # fmt: skip
         self.times = self.equations.t
         self.blocks: list[np.ndarray] = []  # the held-out rows of :meth:`folds`
+        self.splits: list[tuple[tuple[int, ...], np.ndarray]] = []  # (training blocks, rows)
         self.factors: dict[tuple[tuple[str, ...], int], tuple[Array, np.ndarray]] = {}
         if options.terms is None and options.parameters == "auto" and drives.terms:
             self.candidates = tuple(Terms(t) for t in trial_terms(drives.terms))
@@ -255,10 +263,52 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         if len(splits) == 1:  # an end split: the training rows are the other block
             self.blocks.insert(0, splits[0][0])
         everything = range(len(self.blocks))
-        return [
+        self.splits = [
             (tuple(b for b in everything if b != k), self.blocks[k])
             for k in everything[len(self.blocks) - len(splits) :]
         ]
+        return self.splits
+
+    def prior_weights(self, fit) -> dict[str, Any]:
+        """``{"prior_weight": ...}`` for summary.json: the pooled held-out relative RMS of the
+        final model's terms on the folds (:meth:`folds`) with each weight the options ask for
+        (``prior_weights``) and the one used as the weight of the consistent fit's prior
+        (:mod:`workbench.identification.consistency`); empty when none is asked for, and for
+        the least-squares fit, a robust loss or drive shapes (whose fits are not one solve
+        of the factors). Each weight refits every fold's consistent completion."""
+        o = self.options
+        s = self.setup(fit.model.drives.terms)
+        if not (o.prior_weights and o.physical and o.loss == "linear" and s.shapes is None):
+            return {}
+        figures = {}
+        for weight in sorted({*o.prior_weights, PRIOR_WEIGHT}):
+            error2 = measured2 = 0.0
+            for training, test in self.splits:
+                R, counts = self._training_factors(s, training)
+                trial = fit_factors(
+                    s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=True,
+                    prior_weight=weight,
+                )  # fmt: skip
+                error2 += float(np.sum(self.errors(trial, test) ** 2))
+                measured2 += float(np.sum(self.measured(test) ** 2))
+            figures[f"{weight:g}"] = float(np.sqrt(error2 / measured2))
+        return {
+            "prior_weight": {
+                "used": PRIOR_WEIGHT,
+                "heldout_relative_rms": figures,
+                "note": "pooled held-out relative RMS on the folds of the final model's terms "
+                "with each weight of the prior toward the nominal pseudo-inertias; the weight "
+                "used is fixed, these figures check it",
+            }
+        }
+
+    def _training_factors(self, setup: TorqueSetup, training: tuple[int, ...]):
+        """The merged per-joint factors and rows of the ``training`` blocks of ``setup``."""
+        factors = [self._factors(setup, b) for b in training]
+        R, counts = factors[0]
+        for R_b, counts_b in factors[1:]:
+            R, counts = merge_factors(R, R_b), counts + counts_b
+        return R, counts
 
     def fit(self, training: tuple[int, ...] | None, candidate: Terms | None = None):
         """Identify the model of ``candidate`` (default: all terms) on the ``training`` blocks
@@ -271,10 +321,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
             if training is None:
                 R, counts = s.equations.factors()
             else:
-                factors = [self._factors(s, b) for b in training]
-                R, counts = factors[0]
-                for R_b, counts_b in factors[1:]:
-                    R, counts = merge_factors(R, R_b), counts + counts_b
+                R, counts = self._training_factors(s, training)
             return fit_factors(
                 s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=o.physical
             )
