@@ -215,3 +215,21 @@ def test_prior_weights_are_checked_on_the_folds(excluded_fit):
     held = excluded_fit.summary["heldout_relative_rms"]
     assert abs(figures["10"] - held) <= 1e-9 * held
     assert all(0.0 < v < 0.05 for v in figures.values())
+
+
+def test_exclude_is_refused_where_it_is_not_applied(ur5, described):
+    """Only the dynamic identification of a log leaves excluded channels out: the twist kind
+    refuses such a log, naming the key."""
+    _, describe = described
+    path = describe("twist", f'exclude = ["{ur5.joint_names[DEAD]}"]\n')
+    with pytest.raises(wb.WorkbenchError, match=r"exclude.*not with --kind twist"):
+        run_calibration(Request("ur5", path, "twist"))
+
+
+def test_prior_weights_must_be_positive(described, tmp_path, capsys):
+    _, describe = described
+    path = describe("weights", "")
+    with pytest.raises(SystemExit) as raised:  # argparse's exit for a bad option value
+        main(["calibrate", "--model", "ur5", "--log", path, "--kind", "dynamic",
+              "--prior-weights", "1,-3", "--out", str(tmp_path / "out")])  # fmt: skip
+    assert raised.value.code == 2 and "positive" in capsys.readouterr().err
