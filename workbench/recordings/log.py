@@ -164,6 +164,8 @@ class Log:
     def torque_channels(self) -> np.ndarray:
         """Which joints' torque equations enter fits and figures (n,) bool: all but
         :attr:`excluded`."""
+        if not self.excluded:  # also a log whose joints are not named
+            return np.ones(self.q.shape[1], dtype=bool)
         return np.array([j not in self.excluded for j in self.joint_names], dtype=bool)
 
     def spans(self) -> tuple[tuple[int, int], ...]:
