@@ -114,3 +114,9 @@ def test_gains_suggested_from_the_nominal_are_no_evidence_of_the_units(ur5, curr
     assert set(by_nominal["units_unverified"]) == set(ur5.joint_names)
     text = " ".join(d.evidence for d in diagnose(declared, ur5))
     assert "taken as the right unit" not in text
+
+
+def test_a_position_unit_is_no_effort_unit(ur5, currents):
+    describe, _ = currents
+    with pytest.raises(wb.WorkbenchError, match=r"unit = 'rad'.*efforts"):
+        read_log(describe("radians", 'unit = "rad"\n'), ur5, require=("tau",))

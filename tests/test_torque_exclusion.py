@@ -120,6 +120,7 @@ def test_excluded_channel_has_no_figures(ur5, excluded_fit):
     leading = {name.split(" ")[0] for name in summary["base_parameters"]["names"]}
     assert not leading & {"fv4", "fs4", "Izz4"}  # seen in wrist 1's torque only
     assert {"fv3", "fs3", "fv5", "fs5"} <= leading
+    assert f"excluded ([torques] exclude): {dead}" in excluded_fit.files["calibrated.drives.toml"]
 
 
 def test_dead_channel_is_diagnosed_with_its_exclusion(ur5, recorded, excluded_fit):

@@ -636,8 +636,11 @@ def _effort_unit(section: Section) -> str | None:
     """``[torques] unit``: the unit of the efforts after ``scale``; None (not given, or "SI")
     for N m on revolute and N on prismatic joints."""
     unit = section.string("unit", "SI").strip()
-    if not unit:
-        raise WorkbenchError(f"{section.where('unit')} is empty; name the efforts' unit (or SI)")
+    if not unit or unit in (*_ANGLE, *_LENGTH):
+        raise WorkbenchError(
+            f'{section.where("unit")} = {unit!r}: the unit of the efforts after scale, "SI" '
+            '(N m, N) or a name such as "A" for currents; not empty nor a position unit'
+        )
     return None if unit == "SI" else unit
 
 

@@ -145,6 +145,12 @@ class DynamicOutputs(TorqueProblem):
             return {}
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
         note += shape_note(fit.shapes)
+        excluded = [j for j in self.joint_chain.joint_names if j not in self.labels]
+        if excluded:
+            note += (
+                f" Torque channels excluded ([torques] exclude): {', '.join(excluded)}; what "
+                "only their torques would show (their own drive terms) stays nominal."
+            )
         return {
             "calibrated.drives.toml": drive_file_text(
                 fit.model.drives, fit.drive_values, note=note + prismatic_note(self.units())
