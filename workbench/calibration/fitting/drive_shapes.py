@@ -146,8 +146,8 @@ class ShapeSearch:
         self._column: dict[tuple[int, float], Array] = {}
         self.shapes: dict[bytes, Shapes] = {}
         self.sign = drives.smooth_sign(log.dq)
-        if self.stribeck:
-            self.position = self._positions("fst", required=True)
+        if self.stribeck:  # an excluded torque channel's joint has no fst column (-1)
+            self.position = self._positions("fst", required=log.torque_channels())
             speed = np.percentile(np.abs(log.dq), 99.0, axis=0)
             floor = 0.0 if log.min_speed is None else 2.0 * log.min_speed
             low = np.maximum(np.maximum(floor, 0.005 * speed), 1e-6)  # a joint at rest too
@@ -157,12 +157,14 @@ class ShapeSearch:
             self.load_position = self._positions("fl", required=False)
             self.completion = np.linalg.pinv(base.matrix)
 
-    def _positions(self, prefix: str, required: bool) -> Array:
-        """Per joint, the base column of its parameter ``prefix<j>`` (-1 where not kept)."""
+    def _positions(self, prefix: str, required: Array | bool) -> Array:
+        """Per joint, the base column of its parameter ``prefix<j>`` (-1 where not kept);
+        ``required`` (n,) bool or one for all: the joints where its absence is an error."""
         names, position = self.model.names, []
+        required = np.broadcast_to(required, (self.n,))
         for j in range(self.n):
             found = np.flatnonzero(self.base.independent == names.index(f"{prefix}{j + 1}"))
-            if found.size == 0 and required:
+            if found.size == 0 and required[j]:
                 raise WorkbenchError(
                     f"the parameter {prefix}{j + 1} is not identifiable here (its column is a "
                     "combination of others)"
@@ -212,8 +214,8 @@ class ShapeSearch:
             return self.equations.X
         X = self.equations.X.copy()
         if speeds is not None:
-            X[:, :, self.position] = 0.0
-            for j in range(self.n):
+            for j in np.flatnonzero(self.position >= 0):
+                X[:, :, self.position[j]] = 0.0
                 X[:, j, self.position[j]] = self.column(j, speeds[j : j + 1])[:, 0]
         if load is not None:
             for j in np.flatnonzero(self.load_position >= 0):
@@ -289,7 +291,7 @@ class ShapeSearch:
             best = delay_step() if self.delayed else math.inf
             if self.stribeck:
                 for _ in range(SWEEPS):
-                    for j in range(self.n):
+                    for j in np.flatnonzero(self.position >= 0):
                         f = stribeck_criterion(j)
                         log_v, best = _minimize(
                             f, np.log(self.grid[j]), GOLDEN_ITERATIONS["stribeck"]
@@ -308,8 +310,8 @@ class ShapeSearch:
         s2 = best / max(len(joint) - r, 1)
         stribeck_std = delay_std = None
         if self.stribeck:
-            stribeck_std = np.empty(self.n)
-            for j in range(self.n):
+            stribeck_std = np.full(self.n, np.nan)  # nan: no fst column (an excluded channel)
+            for j in np.flatnonzero(self.position >= 0):
                 step = 0.05 * math.log(self.grid[j, 1] / self.grid[j, 0])
                 std = _profile_std(stribeck_criterion(j), math.log(speeds[j]), step, s2)
                 stribeck_std[j] = np.nan if std is None else speeds[j] * std
@@ -369,18 +371,21 @@ def shaped_fit(
     return fit(TorqueModel(search.model.chain, drives), search.equations_of(shapes)), shapes
 
 
-def shape_summary(shapes: Shapes | None, joints: tuple[str, ...]) -> dict[str, Any]:
-    """``{"drive_shapes": ...}`` for summary.json (empty for None)."""
+def shape_summary(
+    shapes: Shapes | None, joints: tuple[str, ...], kept: Array | None = None
+) -> dict[str, Any]:
+    """``{"drive_shapes": ...}`` for summary.json (empty for None); ``kept`` (n,) bool: the
+    joints whose torque channels entered (default all), the only ones given a Stribeck speed."""
     if shapes is None:
         return {}
     out: dict[str, Any] = {}
     if shapes.stribeck_speed is not None:
+        kept = np.ones(len(joints), dtype=bool) if kept is None else kept
+        given = [j for j, k in enumerate(kept) if k]
         out["stribeck"] = {
             "exponent": STRIBECK_EXPONENT,
-            "speed_rad_s": dict(zip(joints, shapes.stribeck_speed.tolist(), strict=True)),
-            "speed_std_rad_s": dict(
-                zip(joints, [_number(s) for s in shapes.stribeck_std], strict=True)
-            ),
+            "speed_rad_s": {joints[j]: float(shapes.stribeck_speed[j]) for j in given},
+            "speed_std_rad_s": {joints[j]: _number(shapes.stribeck_std[j]) for j in given},
         }
     if shapes.delayed:
         out["sensor_delay"] = {
@@ -400,15 +405,20 @@ def shape_summary(shapes: Shapes | None, joints: tuple[str, ...]) -> dict[str, A
     return {"drive_shapes": out}
 
 
-def shape_parameters(shapes: Shapes | None) -> list[tuple[str, float, float]]:
-    """Rows of parameters.csv for the shapes: ``vs<j>`` (rad/s) and ``delay_ms``, with their
-    relative standard deviations in percent (inf when not defined); none for None."""
+def shape_parameters(
+    shapes: Shapes | None, kept: Array | None = None
+) -> list[tuple[str, float, float]]:
+    """Rows of parameters.csv for the shapes: ``vs<j>`` (rad/s, of the ``kept`` (n,) bool joints
+    whose torque channels entered, default all) and ``delay_ms``, with their relative standard
+    deviations in percent (inf when not defined); none for None."""
     rows = []
     if shapes is None:
         return rows
     if shapes.stribeck_speed is not None:
-        for j, (v, s) in enumerate(zip(shapes.stribeck_speed, shapes.stribeck_std, strict=True)):
-            rows.append((f"vs{j + 1}", float(v), _percent(s, v)))
+        pairs = zip(shapes.stribeck_speed, shapes.stribeck_std, strict=True)
+        for j, (v, s) in enumerate(pairs):
+            if kept is None or kept[j]:
+                rows.append((f"vs{j + 1}", float(v), _percent(s, v)))
     if shapes.delayed:
         rows.append(("delay_ms", 1e3 * shapes.delay, _percent(shapes.delay_std, shapes.delay)))
     return rows

@@ -132,7 +132,7 @@ class DynamicOutputs(TorqueProblem):
     def parameters(self, fit) -> list[tuple[str, float, float]]:
         names = fit.base.names
         rows = list(zip(names, fit.beta.tolist(), relative_stds(fit.std, fit.beta), strict=True))
-        return rows + shape_parameters(fit.shapes)
+        return rows + shape_parameters(fit.shapes, self.kept_channels)
 
     def chain(self, fit) -> Chain:
         return fit.chain
@@ -182,7 +182,7 @@ class DynamicOutputs(TorqueProblem):
             "phi": fit.chain.phi.reshape(n, 10).tolist(),
             "physically_consistent": fit.physically_consistent,
             "iterations": fit.iterations,
-            **shape_summary(fit.shapes, self.joint_chain.joint_names),
+            **shape_summary(fit.shapes, self.joint_chain.joint_names, self.kept_channels),
             **benefit_summary(final_benefits(self.term_benefits, fit.model.drives.terms)),
             **self.prior_weights(fit),
         }

@@ -1,0 +1,67 @@
+"""Hostile inputs to excluded torque channels, declared effort units and scales.
+
+Cases (each a defect found by running the command on degraded logs, fixed, and kept here):
+
+* a dead wrist channel excluded while the Stribeck term is fitted: the shape search asked for
+  the excluded joint's Stribeck column, which the base parameters rightly drop, and refused the
+  log (``fst6 is not identifiable``); now the excluded joint has no Stribeck speed searched,
+  reported or written, and the kept joints' torques are those of Pinocchio's RNEA of the truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import workbench as wb
+from workbench.calibration.cross_validation import calibrate
+from workbench.calibration.problems.problem import Options
+from workbench.calibration.selection.validation import Folds
+from workbench.calibration.simulation.simulate import simulate_log
+
+DEAD = 5  # wrist_3_joint
+
+
+@pytest.fixture(scope="module")
+def ur5():
+    return wb.models.load("ur5")
+
+
+def truth_torques(truth, log) -> np.ndarray:
+    """Pinocchio's RNEA of the truth plus its viscous and Coulomb friction (m, n)."""
+    model = wb.to_pinocchio(truth.chain)
+    data = model.createData()
+    states = zip(log.q, log.dq, log.ddq, strict=True)
+    tau = np.array([pin.rnea(model, data, *s).copy() for s in states])
+    return tau + truth.viscous * log.dq + truth.coulomb * np.sign(log.dq)
+
+
+@pytest.fixture(scope="module")
+def dead_wrist(ur5):
+    """(log with wrist 3's channel zero and excluded, the truth's torques)."""
+    log, truth = simulate_log(ur5, kind="dynamic", samples=300, perturb=0.05, friction=0.3, seed=9)
+    tau = truth_torques(truth, log)
+    logged = tau + np.random.default_rng(3).normal(scale=1e-3, size=tau.shape)
+    logged[:, DEAD] = 0.0
+    excluded = (ur5.joint_names[DEAD],)
+    return replace(log, tau=logged, temperature=None, excluded=excluded), tau
+
+
+def test_stribeck_with_an_excluded_channel_fits_the_kept_joints(ur5, dead_wrist):
+    log, tau = dead_wrist
+    report = calibrate(ur5, "dynamic", log, Folds(2), Options(terms=("friction", "stribeck")))
+    dead = ur5.joint_names[DEAD]
+    speeds = report.summary["drive_shapes"]["stribeck"]["speed_rad_s"]
+    assert dead not in speeds and len(speeds) == ur5.n - 1
+    assert f"vs{DEAD + 1}" not in {name for name, _, _ in report.parameters}
+    kept = np.arange(ur5.n) != DEAD
+    heldout = report.summary["heldout"]["calibrated"]["relative_rms_per_joint"]
+    assert dead not in heldout
+    # the truth has no Stribeck peaks: the kept joints' held-out error is the noise's size
+    rms = np.sqrt(np.mean(tau[:, kept] ** 2, axis=0))
+    figures = np.array([heldout[j] for j in np.asarray(ur5.joint_names)[kept]])
+    assert np.all(figures < 0.02), figures
+    assert np.all(rms > 0.05)
