@@ -5,7 +5,9 @@ Cases (each a defect found by running the command on degraded logs, fixed, and k
 * a dead wrist channel excluded while the Stribeck term is fitted: the shape search asked for
   the excluded joint's Stribeck column, which the base parameters rightly drop, and refused the
   log (``fst6 is not identifiable``); now the excluded joint has no Stribeck speed searched,
-  reported or written, and the kept joints' torques are those of Pinocchio's RNEA of the truth.
+  reported or written, and the kept joints' torques are those of Pinocchio's RNEA of the truth;
+* a locked joint (a Panda's finger when the log calibrates the arm) in ``[torques] exclude``
+  was refused as an "unknown joint" while the URDF has it: the message now says it is locked.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.problems.problem import Options
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
+from workbench.cli import main
 
 DEAD = 5  # wrist_3_joint
 
@@ -65,3 +68,27 @@ def test_stribeck_with_an_excluded_channel_fits_the_kept_joints(ur5, dead_wrist)
     figures = np.array([heldout[j] for j in np.asarray(ur5.joint_names)[kept]])
     assert np.all(figures < 0.02), figures
     assert np.all(rms > 0.05)
+
+
+def test_excluding_a_locked_joint_says_it_is_locked(tmp_path, capsys):
+    """A Panda log calibrating its seven arm joints locks the fingers: excluding a finger's
+    torque is refused as naming a locked joint, not as an unknown one (it is in the URDF)."""
+    arm = [f"panda_joint{i}" for i in range(1, 8)]
+    rng = np.random.default_rng(0)
+    header = [f"{p}_{j}" for p in ("q", "dq", "tau") for j in arm]
+    values = np.column_stack([0.01 * np.arange(60), 0.1 * rng.normal(size=(60, 21))])
+    np.savetxt(tmp_path / "log.csv", values, delimiter=",", header="t," + ",".join(header),
+               comments="")  # fmt: skip
+    block = lambda prefix: ", ".join(f'"{prefix}{j}"' for j in arm)  # noqa: E731
+    (tmp_path / "log.toml").write_text(
+        f'[time]\nfile = "log.csv"\ncolumn = "t"\n[model]\njoints = [{block("")}]\n'
+        f'[positions]\nfile = "log.csv"\ncolumns = [{block("q_")}]\n'
+        f'[velocities]\nfile = "log.csv"\ncolumns = [{block("dq_")}]\n'
+        f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau_")}]\n'
+        'exclude = ["panda_finger_joint1"]\n'
+    )
+    code = main(["calibrate", "--model", "panda", "--log", str(tmp_path / "log.toml"),
+                 "--kind", "dynamic", "--out", str(tmp_path / "out"), "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "'panda_finger_joint1' (locked" in err and "unknown" not in err
+    assert "[torques] exclude" in err and len(err.strip().splitlines()) == 1

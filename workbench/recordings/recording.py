@@ -617,13 +617,17 @@ def _column_names(section: Section, chain: Chain, order: tuple[str, ...]) -> lis
 def _joints_of(section: Section, key: str, chain: Chain) -> tuple[str, ...]:
     """A list of joint names (``[torques] exclude``: the joints whose torque channels stay out
     of torque fits; ``scale_from_nominal``: those whose scale came from the nominal model), in
-    the chain's order; a name that is not one of the model's joints is an error naming it."""
+    the chain's order; a name that is not one of the model's joints is an error naming it (a
+    joint the description locks as such: its torque never enters a fit)."""
     names = section.strings(key, [])
+    locked = {j for j, _ in chain.reduction.locked} if chain.reduction is not None else set()
     unknown = [name for name in names if name not in chain.joint_names]
     if unknown:
+        what = [f"{n!r} (locked, so its torque never enters a fit)" for n in unknown if n in locked]
+        what += [f"unknown joint {n!r}" for n in unknown if n not in locked]
         raise WorkbenchError(
-            f"{section.where(key)}: unknown joint(s) {', '.join(map(repr, unknown))}; the "
-            f"model's joints are {', '.join(chain.joint_names)}"
+            f"{section.where(key)}: {', '.join(what)}: not a calibrated joint; the calibrated "
+            f"joints are {', '.join(chain.joint_names)}"
         )
     if key == "exclude" and len(set(names)) == chain.n:
         raise WorkbenchError(
