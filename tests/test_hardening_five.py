@@ -7,7 +7,10 @@ Cases (each a defect found by running the command on degraded logs, fixed, and k
   log (``fst6 is not identifiable``); now the excluded joint has no Stribeck speed searched,
   reported or written, and the kept joints' torques are those of Pinocchio's RNEA of the truth;
 * a locked joint (a Panda's finger when the log calibrates the arm) in ``[torques] exclude``
-  was refused as an "unknown joint" while the URDF has it: the message now says it is locked.
+  was refused as an "unknown joint" while the URDF has it: the message now says it is locked;
+* a plain table (CSV in the project's columns, no description) with a zeroed torque column was
+  refused without the way out a description's refusal gives: it now gives the ``[torques]
+  exclude`` line of a description that reads the table.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from workbench.calibration.problems.problem import Options
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import main
+from workbench.recordings.log_files import read_log, write_log
 
 DEAD = 5  # wrist_3_joint
 
@@ -92,3 +96,11 @@ def test_excluding_a_locked_joint_says_it_is_locked(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "'panda_finger_joint1' (locked" in err and "unknown" not in err
     assert "[torques] exclude" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_dead_column_of_a_plain_table_is_refused_with_the_exclude_line(ur5, dead_wrist, tmp_path):
+    log, _ = dead_wrist
+    write_log(tmp_path / "log.csv", replace(log, excluded=()).subset(np.arange(100)))
+    dead = ur5.joint_names[DEAD]
+    with pytest.raises(wb.WorkbenchError, match=rf'tau_{dead}.*constant.*exclude = \["{dead}"\]'):
+        read_log(tmp_path / "log.csv", ur5, require=("tau",))

@@ -94,7 +94,7 @@ def read_log(
         table = read_table(path, drop_bad_rows=drop_bad_rows, increasing="t", progress=progress)
         log = _table_log(table, chain, require, savgol_window, savgol_order)
     _check_required(log, require)
-    plausibility.check_log(log, chain, channels=not description)
+    plausibility.check_log(log, chain, channels=not description, describable=not description)
     return log
 
 

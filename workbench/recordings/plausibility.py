@@ -82,11 +82,13 @@ _QUATERNION_MISTAKES = (
 _SPIKE_FACTOR = 1e3  # times the channel's typical torque: a corrupted sample
 
 
-def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
+def check_log(log: Log, chain: Chain, channels: bool = True, describable: bool = False) -> None:
     """Raise or warn for implausible content of ``log`` (module docstring).
 
     ``channels=False`` skips the dead and clipped channel tests, for readers
-    that ran them on the raw columns already (log descriptions).
+    that ran them on the raw columns already (log descriptions). ``describable``: the log is a
+    table a log description can read, so that the refusal of a constant torque channel gives the
+    description's ``[torques] exclude`` line that leaves it out.
     """
     check_duplicate_columns(log.columns)
     if log.payload is not None:
@@ -105,7 +107,14 @@ def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
     if log.tau is not None:
         _check_torque_spikes(log, chain, [where[f"tau_{j}"] for j in chain.joint_names])
     if channels and log.tau is not None:
-        check_channels(log.tau, [where[f"tau_{j}"] for j in chain.joint_names], constant="error")
+        remedies = [
+            "If its joint's torque cannot be trusted, read the table through a log description "
+            "(.toml, docs/file_formats.md) whose [torques] block leaves it out of the torque fit "
+            f'(its motion stays in the model): exclude = ["{j}"]'
+            for j in chain.joint_names
+        ]
+        where_tau = [where[f"tau_{j}"] for j in chain.joint_names]
+        check_channels(log.tau, where_tau, "error", remedies=remedies if describable else None)
     if channels:
         check_channels(
             log.q, [where[f"q_{j}"] for j in chain.joint_names], constant="warn", saturation=False
