@@ -10,7 +10,9 @@ Cases (each a defect found by running the command on degraded logs, fixed, and k
   was refused as an "unknown joint" while the URDF has it: the message now says it is locked;
 * a plain table (CSV in the project's columns, no description) with a zeroed torque column was
   refused without the way out a description's refusal gives: it now gives the ``[torques]
-  exclude`` line of a description that reads the table.
+  exclude`` line of a description that reads the table;
+* a channel of pure noise at the size of its joint's torque ("uncorrelated", not "dead"):
+  the diagnosis named only wrong columns or units; it now also gives the exclude line.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pinocchio as pin
 import pytest
 
 import workbench as wb
+from workbench.calibration.checks.effort_units import compare_efforts
 from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.problems.problem import Options
 from workbench.calibration.selection.validation import Folds
@@ -104,3 +107,15 @@ def test_a_dead_column_of_a_plain_table_is_refused_with_the_exclude_line(ur5, de
     dead = ur5.joint_names[DEAD]
     with pytest.raises(wb.WorkbenchError, match=rf'tau_{dead}.*constant.*exclude = \["{dead}"\]'):
         read_log(tmp_path / "log.csv", ur5, require=("tau",))
+
+
+def test_a_channel_of_noise_is_diagnosed_with_the_exclude_line(ur5, dead_wrist):
+    log, tau = dead_wrist
+    noisy = 4  # wrist_2_joint: noise of its torque's RMS instead of its torque
+    logged = tau.copy()
+    size = np.sqrt(np.mean(tau[:, noisy] ** 2))
+    logged[:, noisy] = size * np.random.default_rng(5).normal(size=len(tau))
+    found = {f.joint: f for f in compare_efforts(replace(log, tau=logged, excluded=()), ur5)}
+    finding = found[ur5.joint_names[noisy]]
+    assert finding.verdict == "uncorrelated" and finding.suspicious
+    assert f'[torques] exclude = ["{ur5.joint_names[noisy]}"]' in finding.message

@@ -156,7 +156,9 @@ class EffortFinding:
             "torque out of the fit, its motion kept, with [torques] exclude = "
             f'["{self.joint}"]',
             "uncorrelated": f"{head}, {numbers}: the effort does not follow the nominal torque "
-            "(a wrong column, joint order or position unit?)",
+            "(a wrong column, joint order or position unit?); a channel of noise only is left out "
+            "of the fit, its motion kept, with [torques] exclude = "
+            f'["{self.joint}"]',
             "explained": f"{head}, {numbers}: unlike the nominal model, the calibrated model "
             "explains this effort",
         }
