@@ -12,7 +12,9 @@ Cases (each a defect found by running the command on degraded logs, fixed, and k
   refused without the way out a description's refusal gives: it now gives the ``[torques]
   exclude`` line of a description that reads the table;
 * a channel of pure noise at the size of its joint's torque ("uncorrelated", not "dead"):
-  the diagnosis named only wrong columns or units; it now also gives the exclude line.
+  the diagnosis named only wrong columns or units; it now also gives the exclude line;
+* ``--validation-log`` whose ``[torques] exclude`` (or ``unit``) differs from the log's: a
+  traceback (matmul shapes) after the fit; now refused before it, exit 2, one line.
 """
 
 from __future__ import annotations
@@ -119,3 +121,27 @@ def test_a_channel_of_noise_is_diagnosed_with_the_exclude_line(ur5, dead_wrist):
     finding = found[ur5.joint_names[noisy]]
     assert finding.verdict == "uncorrelated" and finding.suspicious
     assert f'[torques] exclude = ["{ur5.joint_names[noisy]}"]' in finding.message
+
+
+@pytest.mark.parametrize(
+    ("mine", "held"), [("", 'exclude = ["wrist_3_joint"]\n'), ('unit = "A"\n', "")]
+)
+def test_a_validation_log_leaving_out_other_channels_is_refused(dead_wrist, tmp_path, capsys,
+                                                                mine, held):  # fmt: skip
+    log, tau = dead_wrist
+    write_log(tmp_path / "log.csv", replace(log, tau=tau, excluded=()).subset(np.arange(200)))
+    block = lambda prefix: ", ".join(f'"{prefix}_{j}"' for j in log.joint_names)  # noqa: E731
+    text = (
+        "[time]\nsample_period = 0.01\n"
+        f'[positions]\nfile = "log.csv"\ncolumns = [{block("q")}]\n'
+        f'[velocities]\nfile = "log.csv"\ncolumns = [{block("dq")}]\n'
+        f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau")}]\n'
+    )
+    (tmp_path / "main.toml").write_text(text + mine)
+    (tmp_path / "held.toml").write_text(text + held)
+    code = main(["calibrate", "--model", "ur5", "--log", str(tmp_path / "main.toml"),
+                     "--validation-log", str(tmp_path / "held.toml"), "--kind", "dynamic",
+                     "--out", str(tmp_path / "out"), "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--validation-log" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

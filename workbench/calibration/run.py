@@ -53,7 +53,7 @@ from workbench.identification.drives import (
     sidecar_path,
 )
 from workbench.recordings.chunked_logs import ChunkedLog, is_chunked_log, open_chunked_log
-from workbench.recordings.log import Defaults, Log
+from workbench.recordings.log import Log
 from workbench.recordings.log_files import logged_joints, read_log
 
 
@@ -229,7 +229,7 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
             f"dynamic identification of a log, not with {what}"
         )
     nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
-    validation = _validation(request, log_chain, reading, log.defaults)
+    validation = _validation(request, log_chain, reading, log)
     gains = None
     if request.payload_log:
         gains = _drive_gains(request, chain, log_chain, log, reading)
@@ -295,15 +295,33 @@ def _model(request: Request, large: bool):
 
 
 def _validation(
-    request: Request, log_chain, reading: dict, defaults: Defaults
+    request: Request, log_chain, reading: dict, log: Log | ChunkedLog
 ) -> EndSplit | Folds | Log | None:
     if request.validation_log:
-        return read_log(request.validation_log, log_chain, **reading)
+        validation = read_log(request.validation_log, log_chain, **reading)
+        _check_same_efforts(log, validation)
+        return validation
     if request.folds is not None:  # random samples when the description shuffles its folds
-        return Folds(request.folds, defaults.shuffle, defaults.seed)
+        return Folds(request.folds, log.defaults.shuffle, log.defaults.seed)
     if request.validation is not None:
         return EndSplit(request.validation)
     return None
+
+
+def _check_same_efforts(log: Log | ChunkedLog, validation: Log) -> None:
+    """A validation log scores the channels the log fits, in the same unit: its ``[torques]
+    exclude`` and ``unit`` must be the log's."""
+    pairs = {
+        "[torques] exclude": (", ".join(log.excluded), ", ".join(validation.excluded)),
+        "[torques] unit": (log.effort_unit or "SI", validation.effort_unit or "SI"),
+    }
+    for what, (mine, theirs) in pairs.items():
+        if mine != theirs:
+            raise WorkbenchError(
+                f"--validation-log {validation.source}: its {what} ({theirs or 'none'}) is not "
+                f"the log's ({mine or 'none'}): the held-out figures compare the same channels "
+                "in the same unit"
+            )
 
 
 def _drive_gains(request: Request, chain, log_chain, log: Log, reading: dict) -> DriveGainFit:
