@@ -14,7 +14,11 @@ Cases (each a defect found by running the command on degraded logs, fixed, and k
 * a channel of pure noise at the size of its joint's torque ("uncorrelated", not "dead"):
   the diagnosis named only wrong columns or units; it now also gives the exclude line;
 * ``--validation-log`` whose ``[torques] exclude`` (or ``unit``) differs from the log's: a
-  traceback (matmul shapes) after the fit; now refused before it, exit 2, one line.
+  traceback (matmul shapes) after the fit; now refused before it, exit 2, one line;
+* a dead wrist channel (noise a thousandth of its torque) whose rigid-body torque is too small
+  for the effort check to judge: the run was silent although the calibrated model predicted
+  the channel's held-out torques several times worse than zero; it now warns, with the
+  exclude line.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import workbench as wb
 from workbench.calibration.checks.effort_units import compare_efforts
 from workbench.calibration.cross_validation import calibrate
 from workbench.calibration.problems.problem import Options
+from workbench.calibration.run import Request, run_calibration
 from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import main
@@ -145,3 +150,20 @@ def test_a_validation_log_leaving_out_other_channels_is_refused(dead_wrist, tmp_
     err = capsys.readouterr().err
     assert code == 2 and "--validation-log" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_dead_channel_the_effort_check_skips_is_warned_of(ur5, dead_wrist, tmp_path):
+    log, tau = dead_wrist
+    logged = tau.copy()
+    logged[:, DEAD] = (
+        1e-3 * np.sqrt(np.mean(tau[:, DEAD] ** 2)) * np.random.default_rng(2).normal(size=len(tau))
+    )
+    write_log(tmp_path / "log.csv", replace(log, tau=logged, excluded=()))
+    outcome = run_calibration(Request("ur5", str(tmp_path / "log.csv"), "dynamic",
+                                      terms=("friction",)))  # fmt: skip
+    dead = ur5.joint_names[DEAD]
+    check = outcome.report.summary["effort_check"]["joints"][dead]
+    assert check["verdict"] == "skipped"  # too small a rigid-body torque to judge
+    assert dead in outcome.report.summary["heldout_per_joint"]["worse_than_zero"]
+    warned = [m for m in outcome.messages if f"'{dead}'" in m and "worse than zero" in m]
+    assert len(warned) == 1 and f'[torques] exclude = ["{dead}"]' in warned[0]

@@ -251,6 +251,8 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     figures = per_joint_figures(report.summary)
     if figures is not None:
         report = replace(report, summary=report.summary | {"heldout_per_joint": figures})
+        if request.kind == "dynamic":
+            _warn_worse_than_zero(figures, log.source)
     if chain.reduction is not None:  # a whole robot: where the others were locked
         locked = {name: float(value) for name, value in chain.reduction.locked}
         report = replace(report, summary=report.summary | {"locked_joints": locked})
@@ -264,6 +266,20 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
             files=report.files | {"drive_gains.toml": gains.scale_text() + "\n"},
         )  # fmt: skip
     return Outcome(report, _messages(caught), diagnoses, log)
+
+
+def _warn_worse_than_zero(figures: dict, source: str) -> None:
+    """Warn of each joint the calibrated model predicts worse than zero on the held-out samples
+    (a dead or untrusted channel the effort check could not judge), with its exclude line."""
+    for joint in figures["worse_than_zero"]:
+        warnings.warn(
+            f"{source}: joint '{joint}': the calibrated model predicts its held-out torques "
+            f"worse than zero (relative RMS {figures['calibrated'][joint]:.3g}): a dead or "
+            "untrusted channel? Leave it out of the fit, its motion kept, with [torques] "
+            f'exclude = ["{joint}"]',
+            WorkbenchWarning,
+            stacklevel=2,
+        )
 
 
 def _model(request: Request, large: bool):
