@@ -18,7 +18,9 @@ Cases (each a defect found by running the command on degraded logs, fixed, and k
 * a dead wrist channel (noise a thousandth of its torque) whose rigid-body torque is too small
   for the effort check to judge: the run was silent although the calibrated model predicted
   the channel's held-out torques several times worse than zero; it now warns, with the
-  exclude line.
+  exclude line;
+* ``[torques] scale`` with a 0 for one column: read as a channel of zeros and fitted; now
+  refused with the exclude line (accepted when that joint is excluded).
 """
 
 from __future__ import annotations
@@ -167,3 +169,21 @@ def test_a_dead_channel_the_effort_check_skips_is_warned_of(ur5, dead_wrist, tmp
     assert dead in outcome.report.summary["heldout_per_joint"]["worse_than_zero"]
     warned = [m for m in outcome.messages if f"'{dead}'" in m and "worse than zero" in m]
     assert len(warned) == 1 and f'[torques] exclude = ["{dead}"]' in warned[0]
+
+
+def test_a_zero_scale_is_refused_unless_its_joint_is_excluded(ur5, dead_wrist, tmp_path):
+    log, tau = dead_wrist
+    write_log(tmp_path / "log.csv", replace(log, tau=tau, excluded=()).subset(np.arange(100)))
+    block = lambda prefix: ", ".join(f'"{prefix}_{j}"' for j in ur5.joint_names)  # noqa: E731
+    text = (
+        "[time]\nsample_period = 0.01\n"
+        f'[positions]\nfile = "log.csv"\ncolumns = [{block("q")}]\n'
+        f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau")}]\n'
+        "scale = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]\n"
+    )
+    dead = ur5.joint_names[DEAD]
+    (tmp_path / "zero.toml").write_text(text)
+    with pytest.raises(wb.WorkbenchError, match=rf'scale.* is 0 for .*exclude = \["{dead}"\]'):
+        read_log(tmp_path / "zero.toml", ur5, require=("tau",))
+    (tmp_path / "excluded.toml").write_text(text + f'exclude = ["{dead}"]\n')
+    assert read_log(tmp_path / "excluded.toml", ur5, require=("tau",)).excluded == (dead,)

@@ -683,6 +683,9 @@ def _joint_block(
         )
         reach = np.eye(chain.n) if side == "joint" else _need(transmission, section).torque
         _check_torque_channels(raw, where, reach, chain, excluded)
+        _check_zero_scale(
+            np.broadcast_to(scale, (chain.n,)), where, reach, chain, excluded, section
+        )
         values = raw * scale
         if side == "motor":
             values = values @ reach.T
@@ -741,6 +744,23 @@ def _check_torque_channels(
         for k in checked
     ]
     check_channels(raw[:, checked], [where[k] for k in checked], "error", remedies=remedies)
+
+
+def _check_zero_scale(
+    scale: Array, where: list[str], reach: Array, chain: Chain, excluded: tuple[str, ...], section
+) -> None:
+    """Refuse a zero ``[torques] scale`` (it would log a zero torque) for a column that reaches a
+    joint not excluded (``reach`` as in :func:`_check_torque_channels`)."""
+    for k in np.flatnonzero(scale == 0.0):
+        joints = [chain.joint_names[i] for i in np.flatnonzero(reach[:, k])]
+        if not set(joints) <= set(excluded):
+            raise WorkbenchError(
+                f"{section.where('scale')} is 0 for {where[k]}: its torques would all be zero; "
+                "a channel that cannot be trusted is left out of the torque fit (its motion "
+                "stays in the model) with [torques] exclude = ["
+                + ", ".join(f'"{j}"' for j in joints)
+                + "]"
+            )
 
 
 def _in_chain_order(values: Array, order: tuple[str, ...], chain: Chain) -> Array:
