@@ -24,7 +24,7 @@ NS_PER_S = 1_000_000_000
 UNIT_DIGITS = {"s": 9, "ms": 6, "us": 3, "ns": 0}  # a unit's decimal exponent to nanoseconds
 TEXT_WIDTH = 40  # bytes per time cell read as text; longer cells are read as floats
 _BLOCK = 1 << 15  # rows per block of the parser: (block, width) int64 arrays
-_LARGEST = 9_000_000_000_000_000_000  # below the int64 limit (9.22e18)
+LARGEST_NS = 9_000_000_000_000_000_000  # stamps stay below (the int64 limit is 9.22e18)
 _POWERS = 10 ** np.arange(19, dtype=np.int64)
 
 
@@ -54,7 +54,7 @@ def float_ns(values: Array, digits: int = 9) -> np.ndarray:
     """The nearest integers to ``values * 10**digits`` of float values (NPZ columns, cells the
     text parser does not read): exact for the float given; not finite or beyond 9e18: 0."""
     values = np.asarray(values, dtype=float)
-    good = np.isfinite(values) & (np.abs(values) * 10.0**digits < _LARGEST)
+    good = np.isfinite(values) & (np.abs(values) < LARGEST_NS / 10.0**digits)
     x = np.where(good, values, 0.0)
     whole = np.floor(x)  # x - whole is exact: it drops the integer bits of x
     scaled = np.rint((x - whole) * 10.0**digits).astype(np.int64)
