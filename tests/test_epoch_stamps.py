@@ -65,6 +65,27 @@ def test_decimal_text_is_read_to_the_nanosecond():
         assert ns[: len(texts)].tolist() == exact
 
 
+def test_time_columns_are_read_exactly_whatever_the_file(tmp_path):
+    """The stamps written come back from a gzip CSV with a line of blanks, a dropped bad row
+    and a quoted cell (read as read_table reads them), and from an NPZ array of integer ns;
+    a time beyond 64-bit nanoseconds is an error naming the cell."""
+    import gzip
+
+    stamps = EPOCH_NS + np.arange(5, dtype=np.int64) * 1_000_000_007
+    text = epoch_text(stamps)
+    lines = ["t,x", f"{text[0]},1", "   ", f'"{text[1]}",2', f"{text[2]},bad", *text[3:]]
+    lines[-2:] = [f"{lines[-2]},4", f"{lines[-1]},5"]
+    with gzip.open(tmp_path / "log.csv.gz", "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    table = read_table(tmp_path / "log.csv.gz", drop_bad_rows=True)
+    np.testing.assert_array_equal(column_ns(table, "t"), stamps[[0, 1, 3, 4]])
+    np.savez(tmp_path / "log.npz", t=stamps, x=np.zeros(5))
+    np.testing.assert_array_equal(column_ns(read_table(tmp_path / "log.npz"), "t", 0), stamps)
+    (tmp_path / "far.csv").write_text("t,x\n0,1\n1e300,2\n")
+    with pytest.raises(wb.WorkbenchError, match=r"far.csv: line 3, column 1 \('t'\): time 1e\+300"):
+        column_ns(read_table(tmp_path / "far.csv"), "t")
+
+
 def recording(chain):
     """Integer ns stamps at the epoch, q and tau of a perturbed truth (noise 0.02 N m)."""
     rng = np.random.default_rng(4)
