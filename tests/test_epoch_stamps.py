@@ -140,6 +140,8 @@ def recorded(ur5, tmp_path_factory):
     stamps, q, tau = recording(ur5)
     write_csv(root / "rec" / "log.csv", epoch_text(stamps), q, tau)
     description(root / "rec" / "csv.toml", "log.csv", ur5.n)
+    write_csv(root / "rec" / "relative.csv", epoch_text(stamps - stamps[0]), q, tau)
+    description(root / "rec" / "relative.toml", "relative.csv", ur5.n)
     for name, storage in BAGS.items():
         bag = root / "rec" / "bags" / name
         write_joint_states(bag, storage, stamps, ur5.joint_names, position=q, effort=tau)
@@ -148,8 +150,9 @@ def recorded(ur5, tmp_path_factory):
 
 
 def relative_paths() -> list[str]:
-    """The CSV's description, every bag, every bag's description: relative, with a folder."""
-    paths = ["rec/csv.toml", *(f"rec/bags/{name}" for name in BAGS)]
+    """The CSV's description (epoch stamps; stamps from 0), every bag, every bag's
+    description: relative, with a folder part."""
+    paths = ["rec/csv.toml", "rec/relative.toml", *(f"rec/bags/{name}" for name in BAGS)]
     return paths + [f"rec/{name.replace('.', '_')}.toml" for name in BAGS]
 
 
@@ -177,9 +180,11 @@ def test_epoch_csv_column_is_read_exactly(recorded, ur5):
 
 
 def test_every_bag_and_the_csv_give_the_same_log(logs):
-    """CSV and ROS 1 / ROS 2 sqlite3 / MCAP bags, bag folders and bare files, given directly
-    or by a description: bit-identical times (seconds since the first stamp), positions,
-    velocities, accelerations and torques."""
+    """CSV (epoch stamps, or stamps from 0 as a simulation writes them) and ROS 1 / ROS 2
+    sqlite3 / MCAP bags, bag folders and bare files, given directly or by a description:
+    bit-identical times (seconds since the first stamp), positions, velocities,
+    accelerations and torques (float64 epoch seconds would move the bags' clock away from
+    the CSV's that starts at 0)."""
     reference = logs["rec/csv.toml"]
     assert reference.clock["resampled"]  # the jittered stamps, resampled on a uniform grid
     for path, log in logs.items():
