@@ -791,6 +791,7 @@ def _tracked(poses: bags.Poses) -> bags.Poses:
     return replace(
         poses, t=poses.t[tracked], position=poses.position[tracked],
         quaternion_xyzw=quaternion[tracked] / norm[tracked, None], message=poses.message[tracked],
+        stamp_ns=poses.stamp_ns[tracked],
     )  # fmt: skip
 
 
