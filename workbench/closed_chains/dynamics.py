@@ -28,6 +28,7 @@ from workbench.closed_chains.kinematics import (
     Closures,
     PassiveSolver,
     acceleration_bias,
+    closed_configurations,
     coordinates,
     solve_passive,
 )
@@ -98,11 +99,19 @@ def forward_dynamics(
     gravity torques and the bias.
     """
     (q,), batched = _state(model, q=q)
+    ddqa, ddq = _accelerations(model, Closures(model, q), dqa, tau)
+    return (ddqa, ddq) if batched else (ddqa[0], ddq[0])
+
+
+def _accelerations(
+    model: ClosedChain, closures: Closures, dqa: ArrayLike, tau: ArrayLike
+) -> tuple[Array, Array]:
+    """:func:`forward_dynamics` (batched) at the configurations of ``closures``."""
+    q = closures.q
     a = len(model.active)
     dqa = coordinates(model, dqa, "dqa")
     tau = coordinates(model, tau, "tau")
     N = len(q)
-    closures = Closures(model, q)
     solver = PassiveSolver(model, closures.jacobian())
     S = solver.velocity_map()
     St = np.swapaxes(S, 1, 2)
@@ -124,7 +133,7 @@ def forward_dynamics(
     except np.linalg.LinAlgError:
         raise WorkbenchError(f"{model.name}: the reduced mass matrix S^T M S is singular") from None
     ddq = (S @ ddqa[..., None])[..., 0] + sigma
-    return (ddqa, ddq) if batched else (ddqa[0], ddq[0])
+    return ddqa, ddq
 
 
 def simulate(
@@ -148,14 +157,14 @@ def simulate(
     dqa = coordinates(model, dqa0, "dqa0")[0]
     if len(tau) != len(t):
         raise WorkbenchError(f"tau has {len(tau)} samples for {len(t)} times")
-    last = q0[0].copy()
+    last, closures = q0[0].copy(), None
 
     def rhs(time: float, x: Array) -> Array:
-        nonlocal last
+        nonlocal last, closures
         torque = np.array([np.interp(time, t, tau[:, k]) for k in range(a)])
-        last = solve_passive(model, x[:a], guess=last)
-        ddqa, _ = forward_dynamics(model, last, x[a:], torque)
-        return np.concatenate([x[a:], ddqa])
+        q, closures = closed_configurations(model, x[None, :a], last, closures)
+        last = q[0]
+        return np.concatenate([x[a:], _accelerations(model, closures, x[a:], torque)[0][0]])
 
     x = np.concatenate([q0[0, model.active], dqa])
     qs, motor_velocities = [q0[0].copy()], [dqa]

@@ -50,7 +50,16 @@ Sections and keys (every key is checked; unknown keys are errors):
     ``unit`` ("rad"/"deg" for revolute joints; ``linear_unit`` "m"/"mm" for
     prismatic ones), ``offsets`` (positions only: joint-side zeros added
     after the transmission, in the column unit), ``scale`` (torques only: a
-    number or one per column, e.g. torque constants for currents).
+    number or one per column, e.g. torque constants for currents),
+    ``exclude`` (torques only: joints whose torque channel is dead or not to
+    be trusted; their torque equations stay out of torque fits and figures
+    while their motion stays in the model). For torques, ``unit`` is the
+    efforts' unit after ``scale``: "SI" (default: N m, N for prismatic
+    joints) or a name such as "A" for currents without torque constants,
+    which the calibration's figures then carry; ``scale_from_nominal``
+    (joints whose ``scale`` was taken from the nominal model, as the effort
+    check suggests it: their agreement with the nominal model is then no
+    evidence of their unit).
 ``[transmission]``
     The motor-from-joint matrix R of ``q_motor = R q``: ``ratios``
     (diagonal) and ``couplings`` ([motor, joint, ratio] entries, numbered
@@ -220,9 +229,17 @@ def _read(
         section = top.section("velocities")
         dq, _, table = _joint_block(reader, section, chain, transmission, "", order)
         blocks["dq"] = (dq, table)
+    excluded: tuple[str, ...] = ()
+    from_nominal: tuple[str, ...] = ()
+    effort_unit = None
     if "torques" in top:
         section = top.section("torques")
-        tau, tau_where, table = _joint_block(reader, section, chain, transmission, "torques", order)
+        excluded = _joints_of(section, "exclude", chain)
+        from_nominal = _joints_of(section, "scale_from_nominal", chain)
+        effort_unit = _effort_unit(section)
+        tau, tau_where, table = _joint_block(
+            reader, section, chain, transmission, "torques", order, excluded
+        )
         blocks["tau"] = (tau, table)
         columns |= {f"tau_{j}": w for j, w in zip(chain.joint_names, tau_where, strict=True)}
     if "temperature" in top:
@@ -325,6 +342,9 @@ def _read(
         temperature=temperature,
         fixtures=fixtures,
         distances=distances,
+        excluded=excluded,
+        effort_unit=effort_unit,
+        scale_from_nominal=from_nominal,
         clock=found
         if posed
         else clock.summary()
@@ -597,13 +617,50 @@ def _column_names(section: Section, chain: Chain, order: tuple[str, ...]) -> lis
     return [by_joint[j] for j in chain.joint_names]
 
 
+def _joints_of(section: Section, key: str, chain: Chain) -> tuple[str, ...]:
+    """A list of joint names (``[torques] exclude``: the joints whose torque channels stay out
+    of torque fits; ``scale_from_nominal``: those whose scale came from the nominal model), in
+    the chain's order; a name that is not one of the model's joints is an error naming it."""
+    names = section.strings(key, [])
+    unknown = [name for name in names if name not in chain.joint_names]
+    if unknown:
+        raise WorkbenchError(
+            f"{section.where(key)}: unknown joint(s) {', '.join(map(repr, unknown))}; the "
+            f"model's joints are {', '.join(chain.joint_names)}"
+        )
+    if key == "exclude" and len(set(names)) == chain.n:
+        raise WorkbenchError(
+            f"{section.where(key)} leaves out every joint's torque: nothing is left to fit"
+        )
+    return tuple(j for j in chain.joint_names if j in names)
+
+
+def _effort_unit(section: Section) -> str | None:
+    """``[torques] unit``: the unit of the efforts after ``scale``; None (not given, or "SI")
+    for N m on revolute and N on prismatic joints."""
+    unit = section.string("unit", "SI").strip()
+    if not unit or unit in (*_ANGLE, *_LENGTH):
+        raise WorkbenchError(
+            f'{section.where("unit")} = {unit!r}: the unit of the efforts after scale, "SI" '
+            '(N m, N) or a name such as "A" for currents; not empty nor a position unit'
+        )
+    return None if unit == "SI" else unit
+
+
 def _joint_block(
-    reader: _Reader, section: Section, chain: Chain, transmission, kind: str, order
+    reader: _Reader,
+    section: Section,
+    chain: Chain,
+    transmission,
+    kind: str,
+    order,
+    excluded: tuple[str, ...] = (),
 ) -> tuple[Array, list[str], Table]:
     """One value per joint (N, n), joint side, SI units; where each came from; the table.
 
     From a bag, the columns are joint names in its JointState messages
-    (default: the model's joint names).
+    (default: the model's joint names). Torque columns are checked for constant values
+    except those that reach only ``excluded`` joints.
     """
     if bags.is_bag(reader.path(section)):
         field = {"positions": "position", "torques": "effort"}.get(kind, "velocity")
@@ -623,10 +680,11 @@ def _joint_block(
             if isinstance(scale, list)
             else (section.number("scale", 1.0))
         )
-        check_channels(raw, where, constant="error")
+        reach = np.eye(chain.n) if side == "joint" else _need(transmission, section).torque
+        _check_torque_channels(raw, where, reach, chain, excluded)
         values = raw * scale
         if side == "motor":
-            values = values @ _need(transmission, section).torque.T
+            values = values @ reach.T
     else:
         prismatic = np.array([k == PRISMATIC for k in chain.joint_kinds])
         angle = _ANGLE[section.string("unit", "rad", choices=tuple(_ANGLE))]
@@ -666,6 +724,22 @@ def _temperature(
     where = [f"{table.path}, column {table.index(c) + 1} ('{c}')" for c in names]
     section.done()
     return np.ascontiguousarray(values), where, table
+
+
+def _check_torque_channels(
+    raw: Array, where: list[str], reach: Array, chain: Chain, excluded: tuple[str, ...]
+) -> None:
+    """Refuse a constant torque column (:func:`check_channels`) unless every joint it reaches
+    (``reach`` (n, n): joint-from-column torque matrix) is excluded; the refusal says how to
+    exclude them."""
+    joints = [[chain.joint_names[i] for i in np.flatnonzero(reach[:, k])] for k in range(chain.n)]
+    checked = [k for k in range(chain.n) if not set(joints[k]) <= set(excluded)]
+    remedies = [
+        "If its joint's torque cannot be trusted, leave it out of the torque fit (its motion "
+        "stays in the model): [torques] exclude = [" + ", ".join(f'"{j}"' for j in joints[k]) + "]"
+        for k in checked
+    ]
+    check_channels(raw[:, checked], [where[k] for k in checked], "error", remedies=remedies)
 
 
 def _in_chain_order(values: Array, order: tuple[str, ...], chain: Chain) -> Array:
