@@ -5,13 +5,14 @@ A recording's clock is often the epoch (ROS stamps: seconds since 1970, about
 as float seconds are rounded, and rounded differently from the same stamps
 read as ``sec, nanosec`` from a bag. Time stamps are therefore kept as
 integer nanoseconds (int64: ±292 years) until they are made relative to the
-recording's first stamp (:func:`seconds_since`), which turns them into float
-seconds exactly for recordings up to 2**53 ns (104 days) long.
+recording's first stamp (:func:`seconds_since`), which turns them into the
+float seconds nearest the exact ones for recordings up to 2**53 ns (104 days)
+long: one time stamp, read from a CSV cell or from a bag, gives one float.
 
 :func:`decimal_ns` reads decimal text (``1732712345.123456789``, ``-2.5``,
 ``1.5e-05``) into integers exactly, rounded to the nearest nanosecond
-(halves away from zero) when it has more digits; the work is vectorised on
-the bytes of blocks of rows, no Python per row.
+(halves away from zero) when it has more digits, with NumPy's string
+functions on blocks of rows (no Python per row; numpy >= 2.3).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from workbench.lie import Array
 NS_PER_S = 1_000_000_000
 UNIT_DIGITS = {"s": 9, "ms": 6, "us": 3, "ns": 0}  # a unit's decimal exponent to nanoseconds
 TEXT_WIDTH = 40  # bytes per time cell read as text; longer cells are read as floats
-_BLOCK = 1 << 15  # rows per block of the parser: (block, width) int64 arrays
+_BLOCK = 1 << 15  # rows per block of the parser (bounds its temporary strings)
 LARGEST_NS = 9_000_000_000_000_000_000  # stamps stay below (the int64 limit is 9.22e18)
 _POWERS = 10 ** np.arange(19, dtype=np.int64)
 
@@ -51,8 +52,9 @@ def decimal_ns(text: np.ndarray, digits: int = 9) -> tuple[np.ndarray, np.ndarra
 
 
 def float_ns(values: Array, digits: int = 9) -> np.ndarray:
-    """The nearest integers to ``values * 10**digits`` of float values (NPZ columns, cells the
-    text parser does not read): exact for the float given; not finite or beyond 9e18: 0."""
+    """The integers nearest ``values * 10**digits`` of float values (NPZ columns, cells the
+    text parser does not read), the fraction rounded after one product (within one unit of
+    the exact rounding); not finite or beyond 9e18: 0."""
     values = np.asarray(values, dtype=float)
     good = np.isfinite(values) & (np.abs(values) < LARGEST_NS / 10.0**digits)
     x = np.where(good, values, 0.0)
@@ -62,8 +64,9 @@ def float_ns(values: Array, digits: int = 9) -> np.ndarray:
 
 
 def seconds_since(ns: np.ndarray, origin: int) -> Array:
-    """Float seconds of integer nanoseconds ``ns`` after ``origin`` (ns): exact below 2**53 ns
-    (the difference is an exact float, its division by 1e9 rounded once)."""
+    """Float seconds of integer nanoseconds ``ns`` after ``origin`` (ns): the float nearest
+    the exact seconds below 2**53 ns (the difference is an exact float, its division by 1e9
+    rounded once)."""
     return (np.asarray(ns, dtype=np.int64) - np.int64(origin)).astype(float) / NS_PER_S
 
 
