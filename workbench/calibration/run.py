@@ -49,6 +49,7 @@ from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.identification.drives import (
     DEFAULT_TERMS,
     Drives,
+    nominal_drive_shapes,
     nominal_drive_values,
     sidecar_path,
 )
@@ -214,6 +215,7 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     """:func:`run_calibration` inside its warnings' record ``caught``."""
     chain, log_chain, urdf = _model(request, large)
     nominal = nominal_drive_values(urdf, chain.joint_names)
+    speeds, delay = nominal_drive_shapes(urdf, chain.joint_names)
     reading = dict(
         require=spec.requires, drop_bad_rows=request.drop_bad_rows,
         savgol_window=request.savgol_window, progress=request.progress,
@@ -239,6 +241,7 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     options = Options(
         loss=request.loss, f_scale=request.f_scale, physical=not request.unconstrained,
         inertial=request.inertial, terms=request.terms, nominal_drives=nominal,
+        nominal_stribeck_speed=speeds, nominal_delay=delay,
         rotation_weight=request.rotation_weight, parameters=request.parameters,
         progress=request.progress, prior_weights=request.prior_weights or (),
     )  # fmt: skip

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from workbench.calibration.fitting.drive_shapes import (
+    Shapes,
     ShapeSearch,
     has_shapes,
     shape_note,
@@ -82,14 +83,18 @@ class TorqueSetup:
     x0: Array
     equations: Any
     shapes: ShapeSearch | None = None  # outer searches of Stribeck speeds and sensor delay
+    nominal: Any = None  # with shapes: the equations with the drive file's (None: equations)
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         """Predicted minus measured torques (m, n) at the equation ``rows``, of ``fit`` (None:
-        the nominal values) and with its drive shapes."""
+        the nominal values, with the drive file's shapes) and with its drive shapes."""
         beta = self.base.matrix @ self.x0 if fit is None else fit.beta
         if self.shapes is None:
             return self.equations.predict(beta, rows) - self.equations.tau[rows]
-        equations = self.equations if fit is None else self.shapes.equations_of(fit.shapes)
+        if fit is not None:
+            equations = self.shapes.equations_of(fit.shapes)
+        else:
+            equations = self.equations if self.nominal is None else self.nominal
         return equations.X[rows] @ beta - equations.tau[rows]
 
 
@@ -241,7 +246,13 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
             if has_shapes(s.model.drives):
                 payload = payload_torques(s.model.chain, self.log, slice(0, len(self.log)))
                 search = ShapeSearch(s.model, s.base, self.log, s.equations, payload, s.x0)
-                s = replace(s, shapes=search)
+                o = self.options
+                speeds = o.nominal_stribeck_speed if search.stribeck else None
+                delay = o.nominal_delay if search.delayed else 0.0
+                nominal = None
+                if speeds is not None or delay != 0.0:  # else the equations as built
+                    nominal = search.equations_of(Shapes(speeds, None, delay, None, True))
+                s = replace(s, shapes=search, nominal=nominal)
             self.setups[terms] = s
         return self.setups[terms]
 

@@ -69,6 +69,9 @@ class Options:
     weighted: bool = True
     terms: tuple[str, ...] | None = None
     nominal_drives: dict[str, float] | None = None  # name -> value, e.g. from a drive file
+    # the drive file's shapes: Stribeck speeds (n,) rad/s (None: 1 rad/s) and sensor delay s
+    nominal_stribeck_speed: Array | None = None
+    nominal_delay: float = 0.0
     rotation_weight: float | None = None
     # kinematic: frames, offsets, twists or auto (chosen by the folds, with a ridge); with
     # auto the dynamic kind also chooses its drive terms (DynamicProblem)
