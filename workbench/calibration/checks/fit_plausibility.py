@@ -11,7 +11,9 @@ exits with code 1, results written for inspection).
 Symptoms (what was compared):
 
 * the nominal model predicts the logged torques worse than predicting zero
-  (relative RMS ``|e - n| / |e|`` above :data:`NOMINAL_WORSE_THAN_ZERO`);
+  (relative RMS ``|e - n| / |e|`` above :data:`NOMINAL_WORSE_THAN_ZERO`), on the joints the
+  effort check judges (not skipped nor excluded: a joint whose nominal torque is nothing, a
+  wrist all friction, is predicted by it about as by zero whatever its log);
 * the fitted model is impossible by orders of magnitude: a link's moment of
   inertia (about its joint origin) above :data:`MOMENT_FACTOR` times the
   nominal model's largest, or a mass below minus the link's nominal mass;
@@ -263,10 +265,12 @@ def diagnose(
         raise WorkbenchError(f"{log.source}: a torque fit needs logged torques")
     sampled = log.subset(sample_rows(log))
     raw, gravity = nominal_torques(chain, sampled, nominal_drives)
-    general = _general_symptoms(chain, fitted, *_kept(sampled, sampled.tau, raw))
     logged, nominal, gravity = _comparable(sampled, nominal_drives, sampled.tau, raw, gravity)
     fraction = informative_fraction(nominal_drives)
     found = findings(chain, logged, nominal, fraction, sampled.excluded, sampled.scale_from_nominal)
+    # the nominal model is judged on the joints whose nominal torque tells something
+    judged = np.array([f.verdict not in ("skipped", "excluded") for f in found])
+    general = _general_symptoms(chain, fitted, sampled.tau[:, judged], raw[:, judged])
     if fitted is not None:
         found = _explained_by_fit(sampled, fitted, found)
     steady = _constant_speeds(sampled, chain)
@@ -280,7 +284,11 @@ def diagnose(
     if duplicates:
         return [Diagnosis("duplicated column", "; ".join(duplicates + general))]
     joints = _joint_symptoms(logged, nominal, gravity, found)
-    flipped = [] if joints else flipped_transmissions(chain, sampled, raw, nominal_drives)
+    flipped = (
+        []
+        if joints or not judged.any()
+        else flipped_transmissions(chain, sampled, raw, nominal_drives)
+    )
     if flipped:  # no effort finding: the flip is seen only in the coupling between joints
         return [Diagnosis("transmission sign", "; ".join(flipped + general))]
     if not general and not joints:
@@ -441,9 +449,10 @@ def _relative_rms(error: Array, reference: Array) -> float:
 
 
 def _general_symptoms(chain, fitted, logged, nominal) -> list[str]:
-    """The nominal model worse than zero; absurd fitted parameters."""
+    """The nominal model worse than zero (on the joints given: none, not compared); absurd
+    fitted parameters."""
     out = []
-    relative = _relative_rms(nominal - logged, logged)
+    relative = _relative_rms(nominal - logged, logged) if logged.size else 0.0
     if relative > NOMINAL_WORSE_THAN_ZERO:
         out.append(
             f"the nominal model predicts the logged torques with relative RMS {relative:.3g}, "
