@@ -16,6 +16,15 @@ dynamics reduces (1) to the actuated coordinates with ``dq = S dq_a``,
 
 Arrays carry the sample axis first; q, dq, ddq are (N, n) tree joint
 values, motor quantities (N, a) in the order of ``model.actuated``.
+
+Idle motions (motions the closures leave with the motors still,
+``model.idle``) get coordinates of their own: ``S`` then has a column per
+independent coordinate (the motors, then the idle joints), and (1) gives a
+force per column. :func:`coordinate_forces` and :func:`coordinate_regressor`
+return all of them (what a planner constrains: the idle forces must be
+zero); :func:`motor_torques` and :func:`torque_regressor` the motors' alone
+(what a motor delivers and a calibration fits), the same columns of the same
+products. Without idle motions both pairs are equal.
 """
 
 from __future__ import annotations
@@ -74,12 +83,19 @@ def motor_torques(
     return coordinate_forces(model, q, dq, ddq, f_tool)[..., : len(model.actuated)]
 
 
-def torque_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
-    """``d tau_a / d phi`` (N, a, 10 n): eq. (1) with phi = ``model.tree.phi.ravel()``."""
+def coordinate_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
+    """``d Q / d phi`` (N, a + i, 10 n) of the forces Q of :func:`coordinate_forces`:
+    eq. (1) with phi = ``model.tree.phi.ravel()``."""
     (q, dq, ddq), batched = _state(model, q=q, dq=dq, ddq=ddq)
     S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
     Y = np.swapaxes(S, 1, 2) @ tree_regressor(model.tree, q, dq, ddq)
     return Y if batched else Y[0]
+
+
+def torque_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
+    """``d tau_a / d phi`` (N, a, 10 n) of :func:`motor_torques` (the motors' rows of
+    :func:`coordinate_regressor`)."""
+    return coordinate_regressor(model, q, dq, ddq)[..., : len(model.actuated), :]
 
 
 def forward_dynamics(
@@ -91,25 +107,37 @@ def forward_dynamics(
     ``q`` (N, n) closed configurations, ``dqa`` and ``tau`` (N, a + i) the
     velocities and forces of the independent coordinates (``model.active``),
     or (N, a) those of the motors alone (idle joints at rest, and free: zero
-    force). The
-    columns of ``M S`` are inverse dynamics at rest at the unit motor
+    force).
+    """
+    (q,), batched = _state(model, q=q)
+    dqa = coordinates(model, dqa, "dqa")
+    tau = coordinates(model, tau, "tau")
+    closures = Closures(model, q)
+    solver = PassiveSolver(model, closures.jacobian())
+    S = solver.velocity_map()
+    dq = (S @ dqa[..., None])[..., 0]
+    sigma = acceleration_bias(closures, dq, solver)
+    M_r, bias = _reduced(model, q, S, dq, sigma)
+    try:
+        ddqa = np.linalg.solve(M_r, (tau - bias)[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        raise WorkbenchError(f"{model.name}: the reduced mass matrix S^T M S is singular") from None
+    ddq = (S @ ddqa[..., None])[..., 0] + sigma
+    return (ddqa, ddq) if batched else (ddqa[0], ddq[0])
+
+
+def _reduced(model: ClosedChain, q: Array, S: Array, dq: Array, sigma: Array):
+    """``S^T M S`` (N, a, a) and the bias ``S^T tau_tree(q, dq, sigma)`` (N, a) of eq. (2).
+
+    The columns of ``M S`` are inverse dynamics at rest at the unit coordinate
     accelerations minus the gravity torques (inverse dynamics at rest is
     ``M ddq + g(q)``); one batched call of N (a + 2) samples gives them, the
     gravity torques and the bias.
     """
-    (q,), batched = _state(model, q=q)
-    a = len(model.active)
-    dqa = coordinates(model, dqa, "dqa")
-    tau = coordinates(model, tau, "tau")
-    N = len(q)
-    closures = Closures(model, q)
-    solver = PassiveSolver(model, closures.jacobian())
-    S = solver.velocity_map()
+    N, a = len(q), S.shape[2]
     St = np.swapaxes(S, 1, 2)
-    dq = (S @ dqa[..., None])[..., 0]
-    sigma = acceleration_bias(closures, dq, solver)
     zero = np.zeros((N, 1, model.n))
-    rest = np.concatenate([zero, zero, np.swapaxes(S, 1, 2)], axis=1)  # (N, a + 2, n)
+    rest = np.concatenate([zero, zero, St], axis=1)  # (N, a + 2, n)
     velocity = np.zeros_like(rest)
     velocity[:, 0] = dq
     rest[:, 0] = sigma
@@ -118,13 +146,7 @@ def forward_dynamics(
         rest.reshape(-1, model.n),
     ).reshape(N, a + 2, model.n)  # fmt: skip
     bias = (St @ tau_tree[:, 0, :, None])[..., 0]
-    M_r = St @ np.swapaxes(tau_tree[:, 2:] - tau_tree[:, 1:2], 1, 2)
-    try:
-        ddqa = np.linalg.solve(M_r, (tau - bias)[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        raise WorkbenchError(f"{model.name}: the reduced mass matrix S^T M S is singular") from None
-    ddq = (S @ ddqa[..., None])[..., 0] + sigma
-    return (ddqa, ddq) if batched else (ddqa[0], ddq[0])
+    return St @ np.swapaxes(tau_tree[:, 2:] - tau_tree[:, 1:2], 1, 2), bias
 
 
 def simulate(
