@@ -30,9 +30,10 @@ from workbench.errors import WorkbenchError
 from workbench.resources import shipped
 
 FOLDERS = shipped("models") / "parallel_robots"
-NAMES = ("5bar_linkage", "robot_delta", "cassie_like")
+NAMES = ("5bar_linkage", "robot_delta", "cassie_like", "5bar_linkage_iso3d", "5bar_linkage_iso6d")
 # mobility and motors: the folder's README (idle motions)
-MOBILITY = {"5bar_linkage": 3, "robot_delta": 5, "cassie_like": 7}
+MOBILITY = {"5bar_linkage": 3, "robot_delta": 5, "cassie_like": 7, "5bar_linkage_iso3d": 2,
+            "5bar_linkage_iso6d": 2}  # fmt: skip
 
 
 def pinocchio_reference(folder: Path):
@@ -127,7 +128,8 @@ def test_motor_torques_and_forward_dynamics_equal_pinocchio(folder):
 
 # Condition number of the reduced inertia N^T M N at the states of
 # test_forward_dynamics_and_the_conditioning_of_idle_motions (largest of three).
-CONDITIONING = {"5bar_linkage": 5.0e2, "robot_delta": 7.2e5, "cassie_like": 3.4e5}
+CONDITIONING = {"5bar_linkage": 5.0e2, "robot_delta": 7.2e5, "cassie_like": 3.4e5,
+                "5bar_linkage_iso3d": 5.4, "5bar_linkage_iso6d": 6.8}  # fmt: skip
 
 
 def test_forward_dynamics_and_the_conditioning_of_idle_motions(folder):
@@ -138,7 +140,8 @@ def test_forward_dynamics_and_the_conditioning_of_idle_motions(folder):
     number kappa (CONDITIONING, checked here to a factor 2): 5.0e2 for 5bar_linkage,
     7.2e5 for robot_delta (the three rods spinning between ball joints; in its motor and
     idle coordinates S^T M S has eigenvalues 3.3e-11 to 8.6e-5 kg m^2, 2.6e6), 3.4e5 for
-    cassie_like (two rods: 4.7e-6 against 0.94 kg m^2).
+    cassie_like (two rods: 4.7e-6 against 0.94 kg m^2); 5.4 and 6.8 for the iso five-bars
+    (no idle motion).
     A solver meeting the equations of motion to a relative force error eps may move the
     accelerations along the light idle motions by about kappa eps; constraintDynamics'
     proximal iterations (mu 1e-10) stop at such an eps (robot_delta's idle accelerations
@@ -236,7 +239,8 @@ def test_mjcf_export_loads_in_mujoco_closed(name, tmp_path):
     """MuJoCo reads the export; its equality constraints hold at the home keyframe."""
     mujoco = pytest.importorskip("mujoco")
     out = tmp_path / f"{name}.xml"
-    tool = {"5bar_linkage": "effector", "robot_delta": "effector", "cassie_like": "foot_frame"}
+    tool = {"5bar_linkage": "effector", "robot_delta": "effector", "cassie_like": "foot_frame",
+            "5bar_linkage_iso3d": "effector", "5bar_linkage_iso6d": "effector"}  # fmt: skip
     subprocess.run(
         [sys.executable, "-m", "workbench.cli", "export", str(FOLDERS / name / "robot.yaml"),
          "--mjcf", str(out), "--tool", tool[name]],
