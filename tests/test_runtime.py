@@ -186,3 +186,55 @@ def test_read_only_inputs_do_not_compile_the_closure_kernels_again():
         """
     )
     assert out == ["1", "1", "1", "1"]
+
+
+def test_a_kernel_compiled_beside_is_loaded_from_the_cache_not_compiled_again(tmp_path):
+    """On a first run (empty numba cache) ``compile_beside`` compiles a kernel in a second
+    process; ``run_batched`` waits for it and this process loads the kernel from numba's disk
+    cache (numba fires no compile event for it), and no second process is left."""
+    (tmp_path / "kernel_module.py").write_text(
+        textwrap.dedent(
+            """
+            import numba as nb
+            import numpy as np
+
+            @nb.njit(cache=True, nogil=True)
+            def kernel(out, start, stop):
+                for i in range(start, stop):
+                    out[i] = 2.0 * i
+
+            if __name__ == "__main__":
+                kernel(np.zeros(3), 0, 3)
+            """
+        )
+    )
+    cache = tmp_path / "numba_cache"
+    out = _run(
+        f"""
+        import os, sys
+        os.environ["NUMBA_CACHE_DIR"] = "{cache}"
+        sys.path.insert(0, "{tmp_path}")
+        import numpy as np
+        from numba.core import event
+        from workbench import runtime
+        import kernel_module
+
+        compiled = []
+
+        class Listener(event.Listener):
+            def on_start(self, e):
+                compiled.append(e.data["dispatcher"].py_func.__name__)
+
+            def on_end(self, e):
+                pass
+
+        event.register("numba:compile", Listener())
+        print(runtime.cache_is_empty())
+        runtime.compile_beside(("kernel_module.kernel",), ("{tmp_path / "kernel_module.py"}",))
+        process = runtime._BESIDE["kernel_module.kernel"]
+        out = np.zeros(5)
+        runtime.run_batched(kernel_module.kernel, 5, out)
+        print(process.poll(), "kernel" in compiled, out.sum())
+        """
+    )
+    assert out == ["True", "0", "False", "20.0"]

@@ -26,8 +26,10 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,8 +48,11 @@ def run_batched(kernel, n_samples: int, *args) -> None:
 
     Kernels are compiled with ``nogil=True``, so contiguous chunks of samples
     run in parallel on a thread pool with one worker per core; small batches
-    run in the calling thread.
+    run in the calling thread. A kernel that a second process compiles
+    (:func:`compile_beside`) is called once that process is done.
     """
+    if _BESIDE:
+        _wait_beside(kernel)
     chunks = max(1, min(_POOL_SIZE, n_samples // 256))
     if chunks == 1:
         kernel(*args, 0, n_samples)
@@ -185,3 +190,43 @@ def announce_first_compile() -> None:
     printed once per process either way."""
     if _ANNOUNCER.enabled and not _ANNOUNCER.said and cache_is_empty():
         _ANNOUNCER.say()
+
+
+# kernels (module.qualified_name) that a second process compiles, and that process
+_BESIDE: dict[str, subprocess.Popen] = {}
+
+
+def compile_beside(kernels: tuple[str, ...], argv: tuple[str, ...]) -> None:
+    """On a first run (:func:`cache_is_empty`), compile ``kernels`` in a second process.
+
+    ``python argv`` (e.g. ``-m workbench.warm_up --derivatives``) runs beside
+    this process and writes the kernels ``kernels`` (``module.qualified_name``)
+    to numba's disk cache, on the second core, while this process imports,
+    reads its inputs and compiles the other kernels; :func:`run_batched`
+    waits for it before the first call of one of them, which then loads from
+    the cache. The second process is stopped if this one exits first. Does
+    nothing when the cache holds any kernel (not a first run) or when a
+    second process already runs.
+    """
+    if _BESIDE or not cache_is_empty():
+        return
+    process = subprocess.Popen(
+        [sys.executable, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    atexit.register(_stop, process)
+    _BESIDE.update(dict.fromkeys(kernels, process))
+
+
+def _wait_beside(kernel) -> None:
+    """Wait for the process compiling ``kernel`` (:func:`compile_beside`), if any."""
+    function = getattr(kernel, "py_func", kernel)
+    process = _BESIDE.pop(f"{function.__module__}.{function.__qualname__}", None)
+    if process is not None:
+        process.wait()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        process.wait()

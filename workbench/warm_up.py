@@ -15,30 +15,36 @@ here are those of every robot and log.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
 
 from workbench import inertia
-from workbench.calibration.cross_validation import calibrate
-from workbench.calibration.problems.problem import Options
-from workbench.calibration.selection.validation import Folds
-from workbench.calibration.simulation.simulate import simulate_log
 from workbench.chain import PRISMATIC, REVOLUTE, Chain
-from workbench.closed_chains import load
-from workbench.closed_chains.derivatives import closed_chain_derivatives
-from workbench.closed_chains.kinematics import accelerations, independent_rows
 from workbench.dynamics.derivatives import rnea_derivatives, twist_derivatives
-from workbench.dynamics.inverse_dynamics import inverse_dynamics
-from workbench.dynamics.regressor import torque_regressor
-from workbench.dynamics.time_derivatives import time_derivatives
-from workbench.models.mesh import mass_properties
-from workbench.ocp import sx_compiler
-from workbench.ocp.model_functions import model_callbacks
+
+# the kernels :func:`derivatives` compiles (``python -m workbench.warm_up --derivatives``)
+DERIVATIVES = ("workbench.dynamics.derivatives._derivatives_kernel",)
 
 
 def warm_up(closed_chains: bool = True) -> None:
     """Run every compiled kernel once on a tiny model (module docstring)."""
+    # imported here: `--derivatives` (a second process on a first run) needs none of them
+    from workbench.calibration.cross_validation import calibrate
+    from workbench.calibration.problems.problem import Options
+    from workbench.calibration.selection.validation import Folds
+    from workbench.calibration.simulation.simulate import simulate_log
+    from workbench.closed_chains import load
+    from workbench.closed_chains.derivatives import closed_chain_derivatives
+    from workbench.closed_chains.kinematics import accelerations, independent_rows
+    from workbench.dynamics.inverse_dynamics import inverse_dynamics
+    from workbench.dynamics.regressor import torque_regressor
+    from workbench.dynamics.time_derivatives import time_derivatives
+    from workbench.models.mesh import mass_properties
+    from workbench.ocp import sx_compiler
+    from workbench.ocp.model_functions import model_callbacks
+
     if closed_chains:
         # the default reach's exact second derivatives, compiled to C (workbench.ocp.sx_compiler)
         # by a C compiler in the background while numba compiles the kernels below
@@ -49,8 +55,7 @@ def warm_up(closed_chains: bool = True) -> None:
     f_tool = np.zeros((1, 6))
     for f in (None, f_tool):
         inverse_dynamics(chain, q, q, q, f)
-        twist_derivatives(chain, q, q, q, f)
-        rnea_derivatives(chain, q, q, q, f)
+    derivatives()
     torque_regressor(chain, q, q, q)
     time_derivatives(chain, q, q, q, q, q)
     vertices = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
@@ -67,6 +72,17 @@ def warm_up(closed_chains: bool = True) -> None:
         accelerations(model, home, 0 * home, np.zeros((1, len(model.active))))
         closed_chain_derivatives(model, home, 0 * home, 0 * home)
     sx_compiler.wait()
+
+
+def derivatives() -> None:
+    """Compile (or load) the kernels of :data:`DERIVATIVES`: the inverse dynamics' twist
+    and state derivatives, the largest compilation of the project (a second process
+    compiles it on a first run: :func:`workbench.runtime.compile_beside`)."""
+    chain = tiny_chain()
+    q = np.zeros((1, chain.n))
+    for f in (None, np.zeros((1, 6))):
+        twist_derivatives(chain, q, q, q, f)
+        rnea_derivatives(chain, q, q, q, f)
 
 
 def tiny_chain() -> Chain:
@@ -87,5 +103,8 @@ def tiny_chain() -> Chain:
 
 
 if __name__ == "__main__":
-    warm_up()
-    print("workbench: the compiled kernels are ready")
+    if sys.argv[1:] == ["--derivatives"]:
+        derivatives()
+    else:
+        warm_up()
+        print("workbench: the compiled kernels are ready")

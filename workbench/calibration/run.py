@@ -18,7 +18,9 @@ it (a whole robot cut to the joints the log names, a closed chain from its
 motors' log), reads the log and the validation log, identifies drive gains
 from a ``payload_log``, calibrates (:func:`workbench.calibration.calibrate`,
 in memory or from a large log's triangular factors alike), and diagnoses an
-implausible torque fit (:mod:`workbench.calibration.checks.fit_plausibility`), and compares a
+implausible torque fit (:mod:`workbench.calibration.checks.fit_plausibility`; the efforts'
+comparison with the nominal torques under the summary key ``effort_check``, its suggested
+scales labelled as coming from the nominal model), and compares a
 dynamic model's links and mass matrix with the nominal ones
 (:mod:`workbench.calibration.checks.link_plausibility`, summary key ``nominal_comparison``).
 Warnings are collected, not printed: :attr:`Outcome.messages`.
@@ -33,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workbench import closed_chains, models
+from workbench.calibration.checks.effort_units import compare_efforts, effort_summary
 from workbench.calibration.checks.fit_plausibility import Diagnosis, diagnose
 from workbench.calibration.checks.link_plausibility import compare_links
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
@@ -46,6 +49,7 @@ from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.identification.drives import (
     DEFAULT_TERMS,
     Drives,
+    nominal_drive_shapes,
     nominal_drive_values,
     sidecar_path,
 )
@@ -83,6 +87,7 @@ class Request:
     parameters: str = "auto"
     payload_log: str | None = None
     progress: bool = False
+    prior_weights: tuple[float, ...] | None = None  # dynamic: weights of the prior to score
 
 
 @dataclass(frozen=True)
@@ -210,6 +215,7 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     """:func:`run_calibration` inside its warnings' record ``caught``."""
     chain, log_chain, urdf = _model(request, large)
     nominal = nominal_drive_values(urdf, chain.joint_names)
+    speeds, delay = nominal_drive_shapes(urdf, chain.joint_names)
     reading = dict(
         require=spec.requires, drop_bad_rows=request.drop_bad_rows,
         savgol_window=request.savgol_window, progress=request.progress,
@@ -218,6 +224,12 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
         log = open_chunked_log(request.log, log_chain)
     else:
         log = read_log(request.log, log_chain, **reading)
+    if log.excluded and (request.kind != "dynamic" or request.payload_log):
+        what = "--payload-log" if request.kind == "dynamic" else f"--kind {request.kind}"
+        raise WorkbenchError(
+            f"{log.source}: [torques] exclude ({', '.join(log.excluded)}) applies to the "
+            f"dynamic identification of a log, not with {what}"
+        )
     nominal = _coupled_motors_of_the_log(nominal, log, sidecar_path(urdf))
     validation = _validation(request, log_chain, reading, log.defaults)
     gains = None
@@ -229,13 +241,16 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     options = Options(
         loss=request.loss, f_scale=request.f_scale, physical=not request.unconstrained,
         inertial=request.inertial, terms=request.terms, nominal_drives=nominal,
+        nominal_stribeck_speed=speeds, nominal_delay=delay,
         rotation_weight=request.rotation_weight, parameters=request.parameters,
-        progress=request.progress,
+        progress=request.progress, prior_weights=request.prior_weights or (),
     )  # fmt: skip
     report = calibrate(chain, request.kind, log, validation, options)
     diagnoses = []
     if not large and spec.requires == ("tau",) and log_chain is chain:
         diagnoses = diagnose(log, chain, report.chain, nominal)
+        checked = effort_summary(compare_efforts(log, chain, nominal))
+        report = replace(report, summary=report.summary | {"effort_check": checked})
     figures = per_joint_figures(report.summary)
     if figures is not None:
         report = replace(report, summary=report.summary | {"heldout_per_joint": figures})

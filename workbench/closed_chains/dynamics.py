@@ -37,6 +37,7 @@ from workbench.closed_chains.kinematics import (
     Closures,
     PassiveSolver,
     acceleration_bias,
+    closed_configurations,
     coordinates,
     solve_passive,
 )
@@ -107,37 +108,33 @@ def forward_dynamics(
     ``q`` (N, n) closed configurations, ``dqa`` and ``tau`` (N, a + i) the
     velocities and forces of the independent coordinates (``model.active``),
     or (N, a) those of the motors alone (idle joints at rest, and free: zero
-    force).
-    """
-    (q,), batched = _state(model, q=q)
-    dqa = coordinates(model, dqa, "dqa")
-    tau = coordinates(model, tau, "tau")
-    closures = Closures(model, q)
-    solver = PassiveSolver(model, closures.jacobian())
-    S = solver.velocity_map()
-    dq = (S @ dqa[..., None])[..., 0]
-    sigma = acceleration_bias(closures, dq, solver)
-    M_r, bias = _reduced(model, q, S, dq, sigma)
-    try:
-        ddqa = np.linalg.solve(M_r, (tau - bias)[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        raise WorkbenchError(f"{model.name}: the reduced mass matrix S^T M S is singular") from None
-    ddq = (S @ ddqa[..., None])[..., 0] + sigma
-    return (ddqa, ddq) if batched else (ddqa[0], ddq[0])
-
-
-def _reduced(model: ClosedChain, q: Array, S: Array, dq: Array, sigma: Array):
-    """``S^T M S`` (N, a, a) and the bias ``S^T tau_tree(q, dq, sigma)`` (N, a) of eq. (2).
-
-    The columns of ``M S`` are inverse dynamics at rest at the unit coordinate
+    force). The
+    columns of ``M S`` are inverse dynamics at rest at the unit motor
     accelerations minus the gravity torques (inverse dynamics at rest is
     ``M ddq + g(q)``); one batched call of N (a + 2) samples gives them, the
     gravity torques and the bias.
     """
-    N, a = len(q), S.shape[2]
+    (q,), batched = _state(model, q=q)
+    ddqa, ddq = _accelerations(model, Closures(model, q), dqa, tau)
+    return (ddqa, ddq) if batched else (ddqa[0], ddq[0])
+
+
+def _accelerations(
+    model: ClosedChain, closures: Closures, dqa: ArrayLike, tau: ArrayLike
+) -> tuple[Array, Array]:
+    """:func:`forward_dynamics` (batched) at the configurations of ``closures``."""
+    q = closures.q
+    a = len(model.active)
+    dqa = coordinates(model, dqa, "dqa")
+    tau = coordinates(model, tau, "tau")
+    N = len(q)
+    solver = PassiveSolver(model, closures.jacobian())
+    S = solver.velocity_map()
     St = np.swapaxes(S, 1, 2)
+    dq = (S @ dqa[..., None])[..., 0]
+    sigma = acceleration_bias(closures, dq, solver)
     zero = np.zeros((N, 1, model.n))
-    rest = np.concatenate([zero, zero, St], axis=1)  # (N, a + 2, n)
+    rest = np.concatenate([zero, zero, np.swapaxes(S, 1, 2)], axis=1)  # (N, a + 2, n)
     velocity = np.zeros_like(rest)
     velocity[:, 0] = dq
     rest[:, 0] = sigma
@@ -146,7 +143,13 @@ def _reduced(model: ClosedChain, q: Array, S: Array, dq: Array, sigma: Array):
         rest.reshape(-1, model.n),
     ).reshape(N, a + 2, model.n)  # fmt: skip
     bias = (St @ tau_tree[:, 0, :, None])[..., 0]
-    return St @ np.swapaxes(tau_tree[:, 2:] - tau_tree[:, 1:2], 1, 2), bias
+    M_r = St @ np.swapaxes(tau_tree[:, 2:] - tau_tree[:, 1:2], 1, 2)
+    try:
+        ddqa = np.linalg.solve(M_r, (tau - bias)[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        raise WorkbenchError(f"{model.name}: the reduced mass matrix S^T M S is singular") from None
+    ddq = (S @ ddqa[..., None])[..., 0] + sigma
+    return ddqa, ddq
 
 
 def simulate(
@@ -170,14 +173,14 @@ def simulate(
     dqa = coordinates(model, dqa0, "dqa0")[0]
     if len(tau) != len(t):
         raise WorkbenchError(f"tau has {len(tau)} samples for {len(t)} times")
-    last = q0[0].copy()
+    last, closures = q0[0].copy(), None
 
     def rhs(time: float, x: Array) -> Array:
-        nonlocal last
+        nonlocal last, closures
         torque = np.array([np.interp(time, t, tau[:, k]) for k in range(a)])
-        last = solve_passive(model, x[:a], guess=last)
-        ddqa, _ = forward_dynamics(model, last, x[a:], torque)
-        return np.concatenate([x[a:], ddqa])
+        q, closures = closed_configurations(model, x[None, :a], last, closures)
+        last = q[0]
+        return np.concatenate([x[a:], _accelerations(model, closures, x[a:], torque)[0][0]])
 
     x = np.concatenate([q0[0, model.active], dqa])
     qs, motor_velocities = [q0[0].copy()], [dqa]

@@ -312,19 +312,31 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
     kept. Raises WorkbenchError naming the sample when the closure cannot
     be met (motors outside the workspace) or the path crosses a singularity.
     """
-    batched = np.ndim(qa) == 2
+    q, _ = closed_configurations(model, qa, guess)
+    return q if np.ndim(qa) == 2 else q[0]
+
+
+def closed_configurations(
+    model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = None,
+    closures: Closures | None = None,
+) -> tuple[Array, Closures]:  # fmt: skip
+    """:func:`solve_passive` for samples (N, a + i) or (N, a): the closed configurations
+    (N, n) and their :class:`Closures` (for the derivatives at them, without building
+    the loops again). ``closures``: those of ``guess`` (N, n), when the caller has them
+    (e.g. from the previous call along a simulation)."""
     start = model.home if guess is None else guess
     qa = coordinates(model, qa, "qa", np.asarray(start, dtype=float)[..., model.idle_indices])
     N = len(qa)
     q, _ = _configurations(model, np.broadcast_to(start, (N, model.n)), "guess")
-    ok, q = _newton(model, q.copy(), np.ones(N, dtype=bool), iterations=30)  # guess -> closure
+    ok, q, closures = _newton(model, q.copy(), np.ones(N, dtype=bool), 30, closures)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise WorkbenchError(
             f"{model.name}: the starting configuration of sample {i} is not near a closed "
             "configuration (Newton's method on the passive joints does not converge there)"
         )
-    K_p = Closures(model, q).jacobian()[:, :, model.passive]
+    K = closures.jacobian()  # at q, kept up to date with q below
+    K_p = K[:, :, model.passive]
     basis = np.linalg.svd(K_p, full_matrices=False)[0]  # range of K_p at the guess
     mode = _mode(basis, K_p)
     begin = q[:, model.active].copy()
@@ -344,8 +356,9 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
         idx = np.flatnonzero(done < 1.0)
         goal = np.minimum(done[idx] + step[idx], 1.0)
         target = begin[idx] + (qa - begin)[idx] * goal[:, None]
-        ok, q_new = _corrected_step(model, q[idx], target, basis[idx], mode[idx])
+        ok, q_new, closures = _corrected_step(model, q[idx], K[idx], target, basis[idx], mode[idx])
         q[idx[ok]] = q_new[ok]
+        K[idx[ok]] = closures.jacobian()[ok]
         done[idx[ok]] = goal[ok]
         step[idx[ok]] = np.minimum(2.0 * step[idx[ok]], first_step[idx[ok]])
         step[idx[~ok]] /= 2.0
@@ -358,8 +371,10 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
                 f"{np.round(q[i, model.active], 6).tolist()}, a singular configuration or the "
                 "workspace boundary"
             )
-    _check_branch(model, q)
-    return q if batched else q[0]
+    if len(idx) < N or not ok.all():  # the last step's closures are not those of every q
+        closures = Closures(model, q)
+    _check_branch(closures)
+    return q, closures
 
 
 def _mode(basis: Array, K_p: Array) -> Array:
@@ -368,26 +383,30 @@ def _mode(basis: Array, K_p: Array) -> Array:
 
 
 def _corrected_step(
-    model: ClosedChain, q: Array, target: Array, basis: Array, mode: Array
-) -> tuple[np.ndarray, Array]:
-    """One continuation step per sample: (success mask, new configurations)."""
-    solver = PassiveSolver(model, Closures(model, q).jacobian(), strict=False)
+    model: ClosedChain, q: Array, K: Array, target: Array, basis: Array, mode: Array
+) -> tuple[np.ndarray, Array, Closures]:
+    """One continuation step per sample from q (closure Jacobian K there): (success mask,
+    new configurations, their closures)."""
+    solver = PassiveSolver(model, K, strict=False)
     move = target - q[:, model.active]
     predicted = q + (solver.velocity_map() @ move[..., None])[..., 0]
     predicted[:, model.active] = target
-    ok, x = _newton(model, predicted.copy(), ~solver.singular)
-    ok &= _mode(basis, Closures(model, x).jacobian()[:, :, model.passive]) == mode
+    ok, x, closures = _newton(model, predicted.copy(), ~solver.singular)
+    ok &= _mode(basis, closures.jacobian()[:, :, model.passive]) == mode
     moved = np.abs(predicted - q).max(axis=1)
     ok &= np.abs(x - predicted).max(axis=1) <= CORRECTION * moved + 1e-12
-    return ok, x
+    return ok, x, closures
 
 
 def _newton(
-    model: ClosedChain, x: Array, ok: np.ndarray, iterations: int = 8
-) -> tuple[np.ndarray, Array]:
-    """Newton's method on the passive joints of the samples still ``ok``: (converged, x)."""
+    model: ClosedChain, x: Array, ok: np.ndarray, iterations: int = 8,
+    closures: Closures | None = None,
+) -> tuple[np.ndarray, Array, Closures]:  # fmt: skip
+    """Newton's method on the passive joints of the samples still ``ok``: (converged, x,
+    the closures at x); ``closures``: those at the starting x, when known."""
     for _ in range(iterations):
-        closures = Closures(model, x)
+        if closures is None:
+            closures = Closures(model, x.copy())
         r = closures.residual()
         converged = np.abs(r).max(axis=1) < TOLERANCE
         if np.all(converged | ~ok):
@@ -395,13 +414,18 @@ def _newton(
         newton = PassiveSolver(model, closures.jacobian(), strict=False)
         ok &= ~newton.singular
         x[:, model.passive] -= newton.solve(r[..., None])[..., 0] * (~converged)[:, None]
-    residual_norm = np.abs(Closures(model, x).residual()).max(axis=1)
-    return ok & np.isfinite(residual_norm) & (residual_norm < 1e3 * TOLERANCE), x
+        closures = None
+    else:
+        closures = Closures(model, x.copy())
+        r = closures.residual()
+    residual_norm = np.abs(r).max(axis=1)
+    return ok & np.isfinite(residual_norm) & (residual_norm < 1e3 * TOLERANCE), x, closures
 
 
-def _check_branch(model: ClosedChain, q: Array) -> None:
+def _check_branch(closures: Closures) -> None:
     """Refuse the spurious roots of rotation and revolute closures (closures module)."""
-    angle = Closures(model, q).misalignment()
+    model = closures.model
+    angle = closures.misalignment()
     if np.any(angle > np.pi / 2):
         i, k = np.unravel_index(int(np.argmax(angle)), angle.shape)
         raise WorkbenchError(

@@ -41,6 +41,7 @@ info BAG`); non-uniform clocks are resampled, gaps split the recording.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 HELP = "calibrate twists or inertial parameters from a log; write a URDF and a report"
@@ -53,6 +54,16 @@ def _folds(text: str) -> int:
         return int(text)  # its range: workbench.calibration.run.check_request
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of folds or 'loo'") from None
+
+
+def _weights(text: str) -> tuple[float, ...]:
+    try:
+        weights = tuple(float(w) for w in text.split(",") if w.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of numbers") from None
+    if not weights or not all(math.isfinite(w) and w > 0 for w in weights):
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive finite weights, e.g. 1,100")
+    return weights
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,6 +137,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(the nominal model changed least; consistent or not, no URDF when not)",
     )  # fmt: skip
     parser.add_argument(
+        "--prior-weights", type=_weights, metavar="W1,W2,...",
+        help="dynamic: also score these weights of the consistent fit's prior toward the "
+        "nominal model on the held-out folds, beside the one used (10): summary.json "
+        "prior_weight (each weight refits every fold)",
+    )  # fmt: skip
+    parser.add_argument(
         "--parameters", default="auto",
         choices=("auto", "frames", "offsets", "twists", "compliance"),
         help="kinematic: what to fit: the device and marker frames only, + joint zero offsets, "
@@ -169,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         terms=terms, loss=args.loss, f_scale=args.f_scale, rotation_weight=args.rotation_weight,
         drop_bad_rows=args.drop_bad_rows, savgol_window=args.savgol_window,
         inertial=args.inertial, physical=args.physical, unconstrained=args.unconstrained,
-        parameters=args.parameters,
+        parameters=args.parameters, prior_weights=args.prior_weights,
         payload_log=args.payload_log, progress=not args.quiet,
     )  # fmt: skip
     check_output_directory(args.out)

@@ -37,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
     import numpy  # noqa: F401  (both processes use them: imported once, before the fork)
     import pinocchio  # noqa: F401
 
+    from workbench import runtime, warm_up
     from workbench.viz import drawing
+
+    # first run: the derivatives' kernel compiles on the second core while this one goes on
+    runtime.compile_beside(warm_up.DERIVATIVES, ("-m", "workbench.warm_up", "--derivatives"))
 
     # plots and animation drawn beside the solve
     with drawing.worker("workbench.viz.plots", "workbench.viz.viewer"):

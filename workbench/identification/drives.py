@@ -363,6 +363,26 @@ def nominal_drive_values(
     return out
 
 
+def nominal_drive_shapes(
+    urdf: str | os.PathLike, joint_names: Sequence[str]
+) -> tuple[Array | None, float]:
+    """The Stribeck speeds (n,) [rad/s] of ``joint_names`` (None: the drive file beside
+    ``urdf`` has no ``stribeck`` term; 1 rad/s for a joint it does not number) and the
+    sensor delay [s] it gives; (None, 0.0) without a drive file (:func:`nominal_drive_values`
+    gives its linear parameters)."""
+    path = sidecar_path(urdf)
+    if not path.is_file():
+        return None, 0.0
+    numbered = numbered_joints(path)
+    drives = read_drive_file(path, len(joint_names if numbered is None else numbered))[0]
+    if "stribeck" not in drives.terms:
+        return None, drives.delay
+    if numbered is None:
+        return np.asarray(drives.stribeck_speed, dtype=float), drives.delay
+    speed = dict(zip(numbered, drives.stribeck_speed.tolist(), strict=True))
+    return np.array([speed.get(name, 1.0) for name in joint_names]), drives.delay
+
+
 def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, float]]:
     """The terms, transmission and parameter values of a drive file (:func:`drive_file_text`)."""
     path = Path(path)

@@ -31,7 +31,7 @@ from scipy.linalg import solve_triangular
 from workbench import inertia
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
-from workbench.identification.consistency import consistent_fit, is_consistent
+from workbench.identification.consistency import PRIOR_WEIGHT, consistent_fit, is_consistent
 from workbench.identification.torque_model import BaseParameters, TorqueModel
 from workbench.lie import Array
 
@@ -177,9 +177,11 @@ def fit_factors(
     x0: Array | None,
     weighted: bool,
     physical: bool,
+    prior_weight: float = PRIOR_WEIGHT,
 ) -> DynamicFit:
     """Gautier's least squares from per-joint factors R (n, r + 1, r + 1) of ``[X_j tau_j]``
-    over ``counts`` (n,) rows each, unscaled (module docstring)."""
+    over ``counts`` (n,) rows each, unscaled (module docstring); ``prior_weight`` that of the
+    consistent completion's prior (:func:`completed_fit`)."""
     n, r = R.shape[0], R.shape[2] - 1
     scale = np.sqrt(np.sum(R[:, :, :r] ** 2, axis=(0, 1)))  # column norms of X
     rows = int(counts.sum())
@@ -198,7 +200,7 @@ def fit_factors(
     singular = np.linalg.svd(Rw, compute_uv=False)
     return completed_fit(
         model, base, theta / scale, covariance, x0=x0, physical=physical,
-        sigma=np.sqrt(residual2 / np.maximum(counts, 1)),
+        prior_weight=prior_weight, sigma=np.sqrt(residual2 / np.maximum(counts, 1)),
         condition_number=float(singular[0] / singular[-1]), iterations=1, rows=rows,
     )  # fmt: skip
 
@@ -225,6 +227,7 @@ def completed_fit(
     *,
     x0: Array | None,
     physical: bool,
+    prior_weight: float = PRIOR_WEIGHT,
     **statistics,
 ) -> DynamicFit:
     """The fit completed to standard parameters.
@@ -234,10 +237,12 @@ def completed_fit(
     (:func:`workbench.identification.consistency.consistent_fit`; its base parameters stay
     within their standard deviations of ``beta`` where the data determine them). Otherwise
     ``x = x0 + B^+ (beta - B x0)``, the minimum-norm change of the nominal model, consistent or
-    not. ``statistics``: sigma, condition_number, iterations, rows of :class:`DynamicFit`."""
+    not. ``prior_weight``: lambda of the prior (:data:`~workbench.identification.consistency.
+    PRIOR_WEIGHT` by default). ``statistics``: sigma, condition_number, iterations, rows of
+    :class:`DynamicFit`."""
     x0 = model.values() if x0 is None else x0
     if physical:
-        x = consistent_fit(model, base, x0, beta, covariance).x
+        x = consistent_fit(model, base, x0, beta, covariance, prior_weight).x
         beta = base.matrix @ x
     else:
         x = x0 + np.linalg.pinv(base.matrix) @ (beta - base.matrix @ x0)

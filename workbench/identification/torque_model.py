@@ -132,9 +132,15 @@ class BaseParameters:
 
 
 def base_parameters(
-    model: TorqueModel, samples: int = 200, rtol: float = 1e-6, seed: int = 0
+    model: TorqueModel,
+    samples: int = 200,
+    rtol: float = 1e-6,
+    seed: int = 0,
+    channels: np.ndarray | None = None,
 ) -> BaseParameters:
-    """Base parameters of ``model`` from random states (module docstring)."""
+    """Base parameters of ``model`` from random states (module docstring); ``channels`` (n,)
+    bool: the joints whose torque equations are measured (default all), so that parameters
+    seen only in the others' (their drive terms, some of their links') are not base ones."""
     chain = model.chain
     rng = np.random.default_rng(seed)
     lower, upper = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
@@ -144,7 +150,8 @@ def base_parameters(
     # load_friction term's), so that a joint the nominal model loads with nothing drops it
     temperature = rng.normal(size=(samples, chain.n))
     inputs = DriveInputs(temperature, inverse_dynamics(chain, q, dq, ddq))
-    W = model.columns(q, dq, ddq, inputs=inputs).reshape(-1, model.size)
+    W = model.columns(q, dq, ddq, inputs=inputs)
+    W = (W if channels is None else W[:, np.asarray(channels, dtype=bool)]).reshape(-1, model.size)
     norms = np.linalg.norm(W, axis=0)
     active = np.flatnonzero(norms > rtol * norms.max())
     R = np.linalg.qr(W[:, active] / norms[active], mode="r")

@@ -85,13 +85,13 @@ def load_kernels(model: ClosedChain, rows: np.ndarray, q: Array, design=None) ->
     X = np.concatenate([q, np.zeros_like(q), np.zeros_like(q)])[None]
     q1, zero = X[:, : model.n], X[:, model.n : 2 * model.n]
     coordinate_forces(model, q1, zero, zero)
-    torque_derivatives(model, q1, zero, zero, with_eta=False)
     closure_levels(model, rows, X, True)
     task(model, q1)
     if design is not None:
         design.link_phi(np.zeros(design.size))
         coordinate_regressor(model, q1, zero, zero)
-    sx_compiler.wait()
+    torque_derivatives(model, q1, zero, zero, with_eta=False)  # last: a first run may
+    sx_compiler.wait()  # compile its kernel in a second process (runtime.compile_beside)
 
 
 def model_callbacks(

@@ -11,6 +11,8 @@ Importable without calibration: experiment design, payload identification and
 
 - ``tables``: CSV (gzip) and NPZ tables with row and column errors: the ``Table`` every
   source gives
+- ``stamps``: time stamps as integer nanoseconds: decimal text read exactly, seconds since
+  the first stamp
 - ``bags``: joint states and poses of ROS 1/2 bags and MCAP files (rosbags)
 - ``recording``: the TOML log description and everything it may say about a recording
 - ``fixture_sections``: its ``[[fixtures]]`` and ``[[distances]]``: samples resting on
@@ -39,6 +41,8 @@ _NAMES = {
     "Table": "tables",
     "read_table": "tables",
     "write_table": "tables",
+    "column_ns": "tables",
+    "decimal_ns": "stamps",
     "read_log": "log_files",
     "write_log": "log_files",
     "logged_joints": "log_files",

@@ -8,12 +8,15 @@ with the ``rosbags`` package (bare storage files since its version 0.11);
 message definitions come from the bag, or from the ROS 2 Humble type store
 when a ROS 2 bag carries none.
 
-Time. Every sample's time is its header stamp in seconds (``sec + nanosec /
-1e9``, float64: at today's epoch stamps the resolution is about 0.24 µs);
+Time. Every sample's time is its header stamp, kept exactly as integer
+nanoseconds since the epoch (``sec * 10**9 + nanosec``, :attr:`JointStates.stamp_ns`);
 when a stamp is zero the time the recorder received the message (the bag's
-own timestamp) is used instead. Samples are sorted by time (messages may be
-recorded out of order); equal times are kept, in recorded order, as they
-are (no sample is dropped or merged).
+own timestamp) is used instead. ``t`` is the same in float seconds since the
+epoch (about 0.24 µs resolution at today's stamps): a log description makes
+the stamps relative to the recording's first one before they become float
+seconds (:mod:`workbench.recordings.stamps`). Samples are sorted by time
+(messages may be recorded out of order); equal times are kept, in recorded
+order, as they are (no sample is dropped or merged).
 
 Messages are numbered from 1 in the order the bag yields them on their topic
 (receive time); :attr:`JointStates.message` and :attr:`Poses.message` keep each
@@ -42,6 +45,7 @@ from workbench.errors import WorkbenchError
 from workbench.io import check_input_file
 from workbench.lie import Array
 from workbench.recordings.clock import check_no_jump_back
+from workbench.recordings.stamps import NS_PER_S
 from workbench.recordings.tables import Table
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -81,12 +85,13 @@ class JointStates:
 
     path: Path
     topic: str
-    t: Array  # (N,) s, sorted
+    t: Array  # (N,) s since the epoch, sorted
     names: tuple[str, ...]
     position: Array
     velocity: Array
     effort: Array
     message: np.ndarray  # (N,) message number on the topic (from 1)
+    stamp_ns: np.ndarray  # (N,) int64 ns since the epoch, exactly (t in integer nanoseconds)
 
 
 @dataclass(frozen=True)
@@ -96,10 +101,11 @@ class Poses:
     path: Path
     topic: str
     child_frame: str | None
-    t: Array  # (N,) s, sorted
+    t: Array  # (N,) s since the epoch, sorted
     position: Array  # (N, 3) m
     quaternion_xyzw: Array  # (N, 4) as recorded
     message: np.ndarray  # (N,) message number on the topic (from 1)
+    stamp_ns: np.ndarray  # (N,) int64 ns since the epoch, exactly
 
 
 def is_bag(path: str | os.PathLike) -> bool:
@@ -182,16 +188,17 @@ def read_joint_states(
         if row not in layouts:
             layouts[row] = np.array([column.get(name, -1) for name in row], dtype=np.int64)
     cols = [layouts[row] for row in names]
-    t = _stamp_times(np.asarray(stamps, dtype=np.int64))
-    check_no_jump_back(t, f"{where}: time stamps")
-    order = np.argsort(t, kind="stable")
+    ns = _stamp_ns(np.asarray(stamps, dtype=np.int64))
+    check_no_jump_back(_seconds_of_ns(ns), f"{where}: time stamps")
+    order = np.argsort(ns, kind="stable")
     arrays = {
         field: _scatter(values[field], cols, len(messages), len(selected))[order]
         for field in FIELDS
     }
     return JointStates(
-        path, topic, t[order], selected, **arrays, message=np.asarray(messages)[order]
-    )
+        path, topic, _seconds_of_ns(ns[order]), selected, **arrays,
+        message=np.asarray(messages)[order], stamp_ns=ns[order],
+    )  # fmt: skip
 
 
 def read_poses(path: str | os.PathLike, topic: str, child_frame: str | None = None) -> Poses:
@@ -232,10 +239,13 @@ def read_poses(path: str | os.PathLike, topic: str, child_frame: str | None = No
     numbers = np.array([row[0] for row in rows], dtype=np.int64)
     stamps = np.array([(row[2], row[3], row[-1]) for row in rows], dtype=np.int64)
     values = np.array([row[4:11] for row in rows], dtype=float)
-    t = _stamp_times(stamps)
-    order = np.argsort(t, kind="stable")
+    ns = _stamp_ns(stamps)
+    order = np.argsort(ns, kind="stable")
     child = child_frame if child_frame is not None else children[0]
-    return Poses(path, topic, child, t[order], values[order, :3], values[order, 3:], numbers[order])
+    return Poses(
+        path, topic, child, _seconds_of_ns(ns[order]), values[order, :3], values[order, 3:],
+        numbers[order], ns[order],
+    )  # fmt: skip
 
 
 def bag_table(
@@ -262,15 +272,16 @@ def states_table(states: JointStates, field: str) -> Table:
             f"{states.path}: topic {states.topic}: no message carries {field} values"
         )
     return Table(
-        states.path, ("t", *states.names), np.column_stack([states.t, values]), states.message
-    )
+        states.path, ("t", *states.names), np.column_stack([states.t, values]), states.message,
+        time_ns=states.stamp_ns,
+    )  # fmt: skip
 
 
 def pose_table(path: str | os.PathLike, topic: str, child_frame: str | None = None) -> Table:
     """Poses as a table ``t, x, y, z, qx, qy, qz, qw``; ``lines`` are message numbers."""
     poses = read_poses(path, topic, child_frame)
     values = np.column_stack([poses.t, poses.position, poses.quaternion_xyzw])
-    return Table(poses.path, POSE_HEADER, values, poses.message)
+    return Table(poses.path, POSE_HEADER, values, poses.message, time_ns=poses.stamp_ns)
 
 
 # ------------------------------------------------------------------ reading
@@ -394,17 +405,16 @@ def _poses_of(msgtype: str, msg) -> list[tuple]:
 # ------------------------------------------------------------- arrays, time
 def _seconds_of_ns(ns: np.ndarray) -> Array:
     """Integer nanoseconds as float seconds (whole seconds and fraction added once)."""
-    sec, nsec = np.divmod(ns, 1_000_000_000)
+    sec, nsec = np.divmod(ns, NS_PER_S)
     return sec.astype(float) + nsec / 1e9
 
 
-def _stamp_times(stamps: np.ndarray) -> Array:
-    """(N, 3) int rows (sec, nanosec, receive ns) -> (N,) s: the stamp, or receive time if zero."""
+def _stamp_ns(stamps: np.ndarray) -> np.ndarray:
+    """(N, 3) int rows (sec, nanosec, receive ns) -> (N,) int64 ns: the stamp, or the receive
+    time if the stamp is zero."""
     stamps = stamps.reshape(-1, 3)
-    t = stamps[:, 0].astype(float) + stamps[:, 1] / 1e9
     zero = (stamps[:, 0] == 0) & (stamps[:, 1] == 0)
-    t[zero] = _seconds_of_ns(stamps[zero, 2])
-    return t
+    return np.where(zero, stamps[:, 2], stamps[:, 0] * NS_PER_S + stamps[:, 1])
 
 
 def _scatter(values: list[np.ndarray], cols: list[np.ndarray], rows: int, width: int) -> Array:

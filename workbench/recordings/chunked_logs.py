@@ -76,6 +76,13 @@ class ChunkedLog:
     decimation: int = 1
     border: int = 0
     clock: None = None  # pre-processed chunks are on their own uniform grid
+    excluded: tuple = ()  # every torque channel enters (no description to exclude one)
+    effort_unit: None = None  # efforts in N m (revolute) and N (prismatic)
+    scale_from_nominal: tuple = ()
+
+    def torque_channels(self) -> np.ndarray:
+        """Every joint's torque equations enter (n,) bool."""
+        return np.ones(len(self.joint_names), dtype=bool)
 
     def __len__(self) -> int:
         return sum(p.rows for p in self.parts)

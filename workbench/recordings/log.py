@@ -109,7 +109,13 @@ class Log:
     degrees, e.g. deg C: the temperature friction term uses differences from
     the log's mean only), None when not logged; ``fixtures`` the samples whose
     unmeasured marker rests on a fixed point or plane, ``distances`` known
-    distances between point fixtures.
+    distances between point fixtures; ``excluded`` the joints whose torque channels are left
+    out of torque fits and their figures (``[torques] exclude``: dead or untrusted channels;
+    their motion stays in the model); ``effort_unit`` the unit of ``tau`` when it is not N m
+    (revolute) and N (prismatic), as a description declares it (``[torques] unit``, e.g. "A"
+    for currents read without torque constants), None for SI; ``scale_from_nominal`` the
+    joints whose torque scale was taken from the nominal model (``[torques]
+    scale_from_nominal``): their agreement with it is no evidence of their unit.
     """
 
     t: Array  # (N,)
@@ -137,6 +143,9 @@ class Log:
     temperature: Array | None = None  # (N, n) drive temperatures
     fixtures: tuple[Fixture, ...] = ()
     distances: tuple[Distance, ...] = ()
+    excluded: tuple[str, ...] = ()
+    effort_unit: str | None = None
+    scale_from_nominal: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return self.t.shape[0]
@@ -151,6 +160,13 @@ class Log:
         markers = tuple(m.subset(rows) for m in self.markers)
         fixtures = tuple(f.subset(rows) for f in self.fixtures)
         return replace(self, **take, markers=markers, fixtures=fixtures, segments=None)
+
+    def torque_channels(self) -> np.ndarray:
+        """Which joints' torque equations enter fits and figures (n,) bool: all but
+        :attr:`excluded`."""
+        if not self.excluded:  # also a log whose joints are not named
+            return np.ones(self.q.shape[1], dtype=bool)
+        return np.array([j not in self.excluded for j in self.joint_names], dtype=bool)
 
     def spans(self) -> tuple[tuple[int, int], ...]:
         """The ``(start, stop)`` sample ranges filtered and decimated on their own."""

@@ -5,7 +5,9 @@ Two ways to give a log:
 * a **table** (CSV with a header row, optionally ``.gz``, or NPZ) in the
   project's column convention, one row per sample:
 
-  - ``t``: time in s, strictly increasing;
+  - ``t``: time in s, strictly increasing (read exactly to the nanosecond, e.g. epoch
+    seconds with 9 decimals, and made relative to the first row:
+    :mod:`workbench.recordings.stamps`);
   - per joint ``q_<joint>`` (required), ``dq_<joint>``, ``ddq_<joint>``,
     ``tau_<joint>`` with the joint names of the model (joint side, SI);
   - drive temperatures (the ``temperature`` torque-model term), per joint
@@ -48,7 +50,15 @@ from workbench.lie import Array
 from workbench.recordings import bags, plausibility, recording, signals
 from workbench.recordings.clock import resample, uniform_clock
 from workbench.recordings.log import Defaults, Log, Marker
-from workbench.recordings.tables import DroppedRow, Table, read_header, read_table, write_table
+from workbench.recordings.stamps import seconds_since
+from workbench.recordings.tables import (
+    DroppedRow,
+    Table,
+    column_ns,
+    read_header,
+    read_table,
+    write_table,
+)
 
 POSITION = ("px", "py", "pz")
 ORIENTATION = ("qx", "qy", "qz", "qw")
@@ -140,7 +150,8 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
         return np.ascontiguousarray(table.values[:, [columns[name] for name in names]])
 
     joints = list(chain.joint_names)
-    t = table.values[:, columns["t"]].copy()
+    stamps = column_ns(table, "t")  # exact integer ns, then seconds since the first stamp
+    t = seconds_since(stamps, int(stamps[0]))
     q = block([f"q_{j}" for j in joints])
     dq = block([f"dq_{j}" for j in joints])
     ddq = block([f"ddq_{j}" for j in joints])

@@ -116,11 +116,16 @@ def check_log(log: Log, chain: Chain, channels: bool = True) -> None:
 
 
 def check_channels(
-    values: Array, where: Sequence[str], constant: str = "error", saturation: bool = True
+    values: Array,
+    where: Sequence[str],
+    constant: str = "error",
+    saturation: bool = True,
+    remedies: Sequence[str] | None = None,
 ) -> None:
     """Constant channels (an error or a warning) and saturated ones (a warning), by column.
 
     Positions pass ``saturation=False``: a robot may rest at the end of its range.
+    ``remedies``: per column, what to do about a constant one (appended to its message).
     """
     if values.shape[0] < 3:
         return
@@ -131,6 +136,8 @@ def check_channels(
                 f"{name} is constant ({lo[k]:.6g}) over all {values.shape[0]} samples: "
                 "a disconnected or unlogged channel?"
             )
+            if remedies is not None:
+                message += f" {remedies[k]}"
             if constant == "error":
                 raise WorkbenchError(message)
             warnings.warn(

@@ -50,7 +50,16 @@ Sections and keys (every key is checked; unknown keys are errors):
     ``unit`` ("rad"/"deg" for revolute joints; ``linear_unit`` "m"/"mm" for
     prismatic ones), ``offsets`` (positions only: joint-side zeros added
     after the transmission, in the column unit), ``scale`` (torques only: a
-    number or one per column, e.g. torque constants for currents).
+    number or one per column, e.g. torque constants for currents),
+    ``exclude`` (torques only: joints whose torque channel is dead or not to
+    be trusted; their torque equations stay out of torque fits and figures
+    while their motion stays in the model). For torques, ``unit`` is the
+    efforts' unit after ``scale``: "SI" (default: N m, N for prismatic
+    joints) or a name such as "A" for currents without torque constants,
+    which the calibration's figures then carry; ``scale_from_nominal``
+    (joints whose ``scale`` was taken from the nominal model, as the effort
+    check suggests it: their agreement with the nominal model is then no
+    evidence of their unit).
 ``[transmission]``
     The motor-from-joint matrix R of ``q_motor = R q``: ``ratios``
     (diagonal) and ``couplings`` ([motor, joint, ratio] entries, numbered
@@ -143,12 +152,12 @@ from workbench.recordings import clock as clock_module
 from workbench.recordings.fixture_sections import read_fixtures
 from workbench.recordings.log import Defaults, Log, Marker
 from workbench.recordings.plausibility import check_channels
-from workbench.recordings.tables import Table, read_table
+from workbench.recordings.stamps import UNIT_DIGITS, seconds_since
+from workbench.recordings.tables import Table, column_ns, read_table
 
 JOINT_STATES = "/joint_states"  # the topic a bag's joint states are read from by default
 _ANGLE = {"rad": 1.0, "deg": np.pi / 180.0}
 _LENGTH = {"m": 1.0, "mm": 1e-3}
-_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 VELOCITY_COVERAGE = 0.99  # share of a bag's messages with velocities for them to be read
 QUATERNION_NORM_TOLERANCE = 0.01  # a bag's quaternion further from unit norm is no rotation
 _ROTATIONS = ("rotation_vector", "quaternion_xyzw", "quaternion_wxyz", "rpy")
@@ -220,9 +229,17 @@ def _read(
         section = top.section("velocities")
         dq, _, table = _joint_block(reader, section, chain, transmission, "", order)
         blocks["dq"] = (dq, table)
+    excluded: tuple[str, ...] = ()
+    from_nominal: tuple[str, ...] = ()
+    effort_unit = None
     if "torques" in top:
         section = top.section("torques")
-        tau, tau_where, table = _joint_block(reader, section, chain, transmission, "torques", order)
+        excluded = _joints_of(section, "exclude", chain)
+        from_nominal = _joints_of(section, "scale_from_nominal", chain)
+        effort_unit = _effort_unit(section)
+        tau, tau_where, table = _joint_block(
+            reader, section, chain, transmission, "torques", order, excluded
+        )
         blocks["tau"] = (tau, table)
         columns |= {f"tau_{j}": w for j, w in zip(chain.joint_names, tau_where, strict=True)}
     if "temperature" in top:
@@ -246,8 +263,8 @@ def _read(
     markers = [(m, table) for m, table in markers if not _is_bag_table(table)]
     csv_tables = [table for _, table in [*blocks.values(), *markers] if not _is_bag_table(table)]
     rows = _common_rows(csv_tables) if csv_tables else {}
-    raw_t = {
-        k: table.column("t") if _is_bag_table(table) else None for k, (_, table) in blocks.items()
+    raw_ns = {
+        k: table.time_ns if _is_bag_table(table) else None for k, (_, table) in blocks.items()
     }
     q, dq, tau, temperature = (
         _rows_of(blocks[k], rows) if k in blocks else None
@@ -258,7 +275,8 @@ def _read(
     ddq = None
     tables = csv_tables
 
-    t, clock = _time(reader, time, q.shape[0], rows.get(id(q_table)), q_table, raw_t["q"])
+    t, clock, origin = _time(reader, time, q.shape[0], rows.get(id(q_table)), q_table, raw_ns["q"])
+    raw_t = {k: None if v is None else seconds_since(v, origin) for k, v in raw_ns.items()}
     postures = top.section("postures")
     if posed:
         if clock is None:
@@ -266,7 +284,7 @@ def _read(
                 f"{path}: poses from a bag topic are matched to the joint positions by time; "
                 "the positions need time stamps (a bag, or [time])"
             )
-        q, markers, t, found = _match_poses(postures, q, t, posed, chain)
+        q, markers, t, found = _match_poses(postures, q, t, posed, chain, origin)
         clock, dq, tau, temperature = None, None, None, None
     elif postures.table:
         raise WorkbenchError(f"{path}: [postures] matches poses from a bag topic; there are none")
@@ -324,6 +342,9 @@ def _read(
         temperature=temperature,
         fixtures=fixtures,
         distances=distances,
+        excluded=excluded,
+        effort_unit=effort_unit,
+        scale_from_nominal=from_nominal,
         clock=found
         if posed
         else clock.summary()
@@ -333,9 +354,10 @@ def _read(
 
 
 def _match_poses(
-    section: Section, q: Array, t: Array, posed: list, chain: Chain
+    section: Section, q: Array, t: Array, posed: list, chain: Chain, origin: int
 ) -> tuple[Array, list[Marker], Array, dict]:
-    """Poses from bag topics matched to the joint positions by time (``[postures]``).
+    """Poses from bag topics matched to the joint positions by time (``[postures]``; ``t``
+    and the poses' stamps in seconds since ``origin``, ns).
 
     ``match = "standstill"`` (default): the postures where every joint stood
     still (speed below ``speed``, rad/s or m/s, default 0.01, for at least
@@ -356,7 +378,7 @@ def _match_poses(
                 f"{len(posed)} markers come from bags (use standstill postures)"
             )
         marker, table = posed[0]
-        pose_t = table.column("t")
+        pose_t = seconds_since(table.time_ns, origin)
         inside = (pose_t >= t[0]) & (pose_t <= t[-1])
         pose_t = pose_t[inside]
         q = np.column_stack([np.interp(pose_t, t, q[:, j]) for j in range(q.shape[1])])
@@ -380,7 +402,8 @@ def _match_poses(
         rotation = lie.matrix_to_quaternion(marker.rotation)
         averaged.append(
             standstill.average_postures(
-                t, q, segments, pose_t=table.column("t"), position=marker.position,
+                t, q, segments, pose_t=seconds_since(table.time_ns, origin),
+                position=marker.position,
                 quaternion_xyzw=rotation,
             )
         )  # fmt: skip
@@ -594,13 +617,50 @@ def _column_names(section: Section, chain: Chain, order: tuple[str, ...]) -> lis
     return [by_joint[j] for j in chain.joint_names]
 
 
+def _joints_of(section: Section, key: str, chain: Chain) -> tuple[str, ...]:
+    """A list of joint names (``[torques] exclude``: the joints whose torque channels stay out
+    of torque fits; ``scale_from_nominal``: those whose scale came from the nominal model), in
+    the chain's order; a name that is not one of the model's joints is an error naming it."""
+    names = section.strings(key, [])
+    unknown = [name for name in names if name not in chain.joint_names]
+    if unknown:
+        raise WorkbenchError(
+            f"{section.where(key)}: unknown joint(s) {', '.join(map(repr, unknown))}; the "
+            f"model's joints are {', '.join(chain.joint_names)}"
+        )
+    if key == "exclude" and len(set(names)) == chain.n:
+        raise WorkbenchError(
+            f"{section.where(key)} leaves out every joint's torque: nothing is left to fit"
+        )
+    return tuple(j for j in chain.joint_names if j in names)
+
+
+def _effort_unit(section: Section) -> str | None:
+    """``[torques] unit``: the unit of the efforts after ``scale``; None (not given, or "SI")
+    for N m on revolute and N on prismatic joints."""
+    unit = section.string("unit", "SI").strip()
+    if not unit or unit in (*_ANGLE, *_LENGTH):
+        raise WorkbenchError(
+            f'{section.where("unit")} = {unit!r}: the unit of the efforts after scale, "SI" '
+            '(N m, N) or a name such as "A" for currents; not empty nor a position unit'
+        )
+    return None if unit == "SI" else unit
+
+
 def _joint_block(
-    reader: _Reader, section: Section, chain: Chain, transmission, kind: str, order
+    reader: _Reader,
+    section: Section,
+    chain: Chain,
+    transmission,
+    kind: str,
+    order,
+    excluded: tuple[str, ...] = (),
 ) -> tuple[Array, list[str], Table]:
     """One value per joint (N, n), joint side, SI units; where each came from; the table.
 
     From a bag, the columns are joint names in its JointState messages
-    (default: the model's joint names).
+    (default: the model's joint names). Torque columns are checked for constant values
+    except those that reach only ``excluded`` joints.
     """
     if bags.is_bag(reader.path(section)):
         field = {"positions": "position", "torques": "effort"}.get(kind, "velocity")
@@ -620,10 +680,11 @@ def _joint_block(
             if isinstance(scale, list)
             else (section.number("scale", 1.0))
         )
-        check_channels(raw, where, constant="error")
+        reach = np.eye(chain.n) if side == "joint" else _need(transmission, section).torque
+        _check_torque_channels(raw, where, reach, chain, excluded)
         values = raw * scale
         if side == "motor":
-            values = values @ _need(transmission, section).torque.T
+            values = values @ reach.T
     else:
         prismatic = np.array([k == PRISMATIC for k in chain.joint_kinds])
         angle = _ANGLE[section.string("unit", "rad", choices=tuple(_ANGLE))]
@@ -663,6 +724,22 @@ def _temperature(
     where = [f"{table.path}, column {table.index(c) + 1} ('{c}')" for c in names]
     section.done()
     return np.ascontiguousarray(values), where, table
+
+
+def _check_torque_channels(
+    raw: Array, where: list[str], reach: Array, chain: Chain, excluded: tuple[str, ...]
+) -> None:
+    """Refuse a constant torque column (:func:`check_channels`) unless every joint it reaches
+    (``reach`` (n, n): joint-from-column torque matrix) is excluded; the refusal says how to
+    exclude them."""
+    joints = [[chain.joint_names[i] for i in np.flatnonzero(reach[:, k])] for k in range(chain.n)]
+    checked = [k for k in range(chain.n) if not set(joints[k]) <= set(excluded)]
+    remedies = [
+        "If its joint's torque cannot be trusted, leave it out of the torque fit (its motion "
+        "stays in the model): [torques] exclude = [" + ", ".join(f'"{j}"' for j in joints[k]) + "]"
+        for k in checked
+    ]
+    check_channels(raw[:, checked], [where[k] for k in checked], "error", remedies=remedies)
 
 
 def _in_chain_order(values: Array, order: tuple[str, ...], chain: Chain) -> Array:
@@ -736,7 +813,7 @@ def _marker(reader: _Reader, section: Section, positions: Section, chain: Chain)
         topic = section.string("topic")
         poses = _tracked(bags.read_poses(path, topic, section.string("child_frame", None)))
         section.done()
-        table = Table(path, ("t",), poses.t[:, None], poses.message)
+        table = Table(path, ("t",), poses.t[:, None], poses.message, time_ns=poses.stamp_ns)
         rotation = lie.quaternion_to_matrix(poses.quaternion_xyzw)
         return Marker(name, frame, poses.position, rotation), table, f"{path}: topic {topic}"
     table = reader.table(section, default=positions.table.get("file", ""))
@@ -788,6 +865,7 @@ def _tracked(poses: bags.Poses) -> bags.Poses:
     return replace(
         poses, t=poses.t[tracked], position=poses.position[tracked],
         quaternion_xyzw=quaternion[tracked] / norm[tracked, None], message=poses.message[tracked],
+        stamp_ns=poses.stamp_ns[tracked],
     )  # fmt: skip
 
 
@@ -852,19 +930,22 @@ def _time(
     n: int,
     rows: np.ndarray | None,
     positions: Table,
-    bag_t: Array | None,
-) -> tuple[Array, clock_module.Clock | None]:
-    """Raw sample times (s) of the positions and their clock (None for static poses).
+    bag_ns: np.ndarray | None,
+) -> tuple[Array, clock_module.Clock | None, int]:
+    """Raw sample times (s) of the positions, their clock (None for static poses) and the
+    origin of the times (int ns; 0 without time stamps).
 
     ``[time]`` gives ``sample_period`` (a uniform clock), or a ``file`` and
     ``column`` (``unit`` s, ms, us, ns); a bag's positions bring their own
-    stamps. A stated ``rate_hz`` (or ``sample_period`` with a time column)
-    is the resampling grid's; ``gap_periods`` splits the recording at longer
-    steps (:mod:`workbench.recordings.clock`).
+    stamps. Time stamps are read as integer nanoseconds and made seconds since the first
+    (earliest) one (:mod:`workbench.recordings.stamps`), so that a bag and the same
+    recording as CSV give the same times to the last bit. A stated ``rate_hz`` (or
+    ``sample_period`` with a time column) is the resampling grid's; ``gap_periods`` splits
+    the recording at longer steps (:mod:`workbench.recordings.clock`).
     """
-    if not section.table and bag_t is None:
+    if not section.table and bag_ns is None:
         section.done()
-        return np.arange(n, dtype=float), None
+        return np.arange(n, dtype=float), None, 0
     period = None
     if "rate_hz" in section:
         period = 1.0 / section.number("rate_hz", positive=True)
@@ -873,28 +954,30 @@ def _time(
         period = section.number("sample_period", positive=True)
         if "file" not in section and "column" not in section:
             section.done()
-            if bag_t is None:
+            if bag_ns is None:
                 t = period * np.arange(n)
-                return t, clock_module.uniform_clock(t, period=period)
+                return t, clock_module.uniform_clock(t, period=period), 0
     if "file" in section or "column" in section:
         table = reader.table(section)
         column = section.string("column")
-        scale = _TIME[section.string("unit", "s", choices=tuple(_TIME))]
+        digits = UNIT_DIGITS[section.string("unit", "s", choices=tuple(UNIT_DIGITS))]
         if table is not positions and len(table) != len(positions):
             raise WorkbenchError(
                 f"{table.path} has {len(table)} rows but {positions.path} has {len(positions)}"
             )
-        t = table.column(column) * scale
-        t = t if rows is None else t[rows]
+        ns = column_ns(table, column, digits)
+        ns = ns if rows is None else ns[rows]
         where = f"{table.path}, column '{column}'"
     else:
-        t, where = bag_t, f"{positions.path}: time stamps"
+        ns, where = bag_ns, f"{positions.path}: time stamps"
     section.done()
+    origin = int(ns.min())
+    t = seconds_since(ns, origin)
     clock = clock_module.uniform_clock(t, period=period, gap_periods=gap_periods, where=where)
-    if bag_t is not None:  # read sorted by time: stamps stepping back in recorded order
+    if bag_ns is not None:  # read sorted by time: stamps stepping back in recorded order
         recorded = t[np.argsort(positions.lines, kind="stable")]
         clock = replace(clock, out_of_order=int(np.count_nonzero(np.diff(recorded) < 0)))
-    return t, clock
+    return t, clock, origin
 
 
 def _process(

@@ -16,6 +16,11 @@ Well-formed files are parsed by NumPy's C reader; only when that fails is
 the file read again cell by cell to find and name the first bad cell. With
 ``progress=True`` a progress bar (tqdm, on stderr) follows the parse of a
 CSV file by bytes read.
+
+Time columns are read once more, exactly, by :func:`column_ns`: a CSV cell's
+decimal text becomes integer nanoseconds (:func:`workbench.recordings.stamps.decimal_ns`),
+so that epoch seconds with 9 decimals keep every nanosecond that float64
+(about 0.24 µs at today's epoch) would round away.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from workbench.config import MEMORY_BUDGET, check_memory
 from workbench.errors import WorkbenchError, excerpt
 from workbench.io import atomic_write, check_input_file
 from workbench.lie import Array
+from workbench.recordings.stamps import LARGEST_NS, TEXT_WIDTH, decimal_ns, float_ns
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class Table:
     lines: np.ndarray  # (N,) the line of each row, for messages
     dropped: tuple[DroppedRow, ...] = ()
     rows: np.ndarray | None = None  # (N,) index of each kept row among all data rows
+    time_ns: np.ndarray | None = None  # (N,) int64 ns of column "t" where exact (bag topics)
 
     def __post_init__(self) -> None:
         if self.rows is None:
@@ -126,6 +133,87 @@ def read_header(path: str | os.PathLike) -> list[str]:
             _check_header(path, header)
             return header
     raise WorkbenchError(f"{path}: empty file (expected a header row)")
+
+
+def column_ns(table: Table, name: str, digits: int = 9) -> np.ndarray:
+    """Column ``name`` of ``table`` as exact integers ``round(value * 10**digits)`` (int64):
+    time stamps in nanoseconds when the column's unit is 10**-digits s (``digits`` 9 for s,
+    0 for ns).
+
+    A bag topic's table gives its exact stamps (``time_ns``); a CSV file's column is read
+    again as text and parsed exactly (:func:`~workbench.recordings.stamps.decimal_ns`; a cell
+    it does not read, e.g. longer than :data:`~workbench.recordings.stamps.TEXT_WIDTH`
+    bytes, from its float value); an NPZ array of integers exactly, of floats from each
+    float. Rows are those of ``table`` (bad rows dropped as it dropped them).
+    """
+    k = table.index(name)
+    if table.time_ns is not None and name == "t" and digits == 9:
+        return table.time_ns
+    path = table.path
+    exact = np.zeros(len(table), dtype=bool)
+    ns = np.zeros(len(table), dtype=np.int64)
+    if path.suffix.lower() == ".npz":
+        with np.load(path, allow_pickle=False) as data:
+            raw = np.asarray(data[name])[table.rows]
+        if raw.dtype.kind in "biu" and np.abs(raw).max(initial=0) < LARGEST_NS / 10**digits:
+            return raw.astype(np.int64) * 10**digits
+    elif table.time_ns is None:
+        ns, exact = _exact_column(table, k, digits)
+    values = table.values[:, k]
+    beyond = ~exact & ~(np.abs(values) < LARGEST_NS / 10.0**digits)
+    if beyond.any():
+        row = int(np.argmax(beyond))
+        raise WorkbenchError(
+            f"{table.where(row, name)}: time {values[row]:g} is beyond the 64-bit nanoseconds "
+            "time stamps are kept in (about 285 years)"
+        )
+    ns[~exact] = float_ns(values[~exact], digits)
+    return ns
+
+
+def _exact_column(table: Table, k: int, digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~workbench.recordings.stamps.decimal_ns` of column ``k`` of a CSV table's rows.
+
+    NumPy's reader reads the column as text (:data:`TEXT_WIDTH` bytes; a longer cell is left
+    to its float value); every value must be read and agree with the float the table holds,
+    within the rounding of both, else (a line of blanks NumPy counts as a row, quoted cells)
+    the column is read line by line as :func:`read_table`'s cell-by-cell reader reads it.
+    Returns the integers and where they are exact (elsewhere the float values are used).
+    """
+    path = table.path
+    header_line = next(line for line, text in _text_lines(path) if text.strip())
+    values = table.values[:, k]
+    try:
+        with _open_text(path) as fh:
+            text = np.loadtxt(
+                fh, delimiter=",", skiprows=header_line, usecols=k, dtype=f"S{TEXT_WIDTH}",
+                comments=None, ndmin=1, encoding="utf-8",
+            )  # fmt: skip
+        ns, exact = _parsed(text, table.rows, digits)
+        exact &= _agrees(ns, values, digits)
+    except (ValueError, UnicodeError, IndexError):
+        exact = np.zeros(values.shape, dtype=bool)
+    if not exact.all():  # blank lines or quoted cells: read as read_table read them
+        cells = [
+            _cells(path, line, text)[k].encode("utf-8", "replace")[: TEXT_WIDTH + 1]
+            for line, text in _text_lines(path)
+            if line > header_line and text.strip()
+        ]
+        ns, exact = _parsed(np.array(cells, dtype=f"S{TEXT_WIDTH + 1}"), table.rows, digits)
+        exact &= _agrees(ns, values, digits)  # a cell Python reads otherwise: its float
+    return ns, exact
+
+
+def _parsed(text: np.ndarray, rows: np.ndarray, digits: int) -> tuple[np.ndarray, np.ndarray]:
+    text = text[rows]
+    ns, exact = decimal_ns(text, digits)
+    return ns, exact & (np.strings.str_len(text) < TEXT_WIDTH)  # else perhaps cut short
+
+
+def _agrees(ns: np.ndarray, values: Array, digits: int) -> np.ndarray:
+    """Whether integers ``ns`` (units of 10**-digits) are the floats ``values`` within the
+    rounding of both (half a unit, a few float64 epsilons)."""
+    return np.abs(ns / 10.0**digits - values) <= 10.0**-digits + 1e-15 * np.abs(values)
 
 
 def write_table(path: str | os.PathLike, columns: dict[str, Array]) -> Path:

@@ -6,9 +6,10 @@ path ending in ``.db3``/``.mcap`` the storage file alone is written, without
 its ``metadata.yaml`` (a bare file). Bags are written with ``rosbags`` in a
 temporary path beside the target, then renamed (the target must not exist).
 
-Times are seconds (float64); a header stamp is ``sec = floor(t)``,
-``nanosec = round((t - sec) * 1e9)``, so that times on a nanosecond grid come
-back exactly. The receive time (the bag's own timestamp) is ``receive_t``,
+Times are seconds (float64), or integer nanoseconds when given as an integer
+array (written exactly, e.g. epoch stamps); a float time's header stamp is
+``sec = floor(t)``, ``nanosec = round((t - sec) * 1e9)``, so that times on a
+nanosecond grid come back exactly. The receive time (the bag's own timestamp) is ``receive_t``,
 ``t`` when not given; messages are written in order of receive time (stable),
 so header stamps may be out of order when ``t`` is.
 """
@@ -179,29 +180,31 @@ def write_bag(
     return path
 
 
-def _stamp(typestore, t: float, zero: bool):
-    sec = int(np.floor(t))
-    nanosec = round((t - sec) * 1e9)
-    sec, nanosec = (sec + 1, 0) if nanosec == 1_000_000_000 else (sec, nanosec)
-    return typestore.types["builtin_interfaces/msg/Time"](
+def _nanoseconds(t: ArrayLike) -> np.ndarray:
+    """Times as int64 ns: integer arrays as they are, float seconds on the nearest ns."""
+    t = np.asarray(t)
+    if t.dtype.kind in "iu":
+        return t.astype(np.int64)
+    t = t.astype(float)
+    sec = np.floor(t)
+    return sec.astype(np.int64) * 1_000_000_000 + np.rint((t - sec) * 1e9).astype(np.int64)
+
+
+def _header(typestore, ros1: bool, ns: int, zero: bool, frame_id: str = "", seq: int = 0):
+    sec, nanosec = divmod(int(ns), 1_000_000_000)
+    stamp = typestore.types["builtin_interfaces/msg/Time"](
         sec=0 if zero else sec, nanosec=0 if zero else nanosec
     )
-
-
-def _header(typestore, ros1: bool, t: float, zero: bool, frame_id: str = "", seq: int = 0):
-    stamp = _stamp(typestore, t, zero)
     header = typestore.types["std_msgs/msg/Header"]
     return header(seq=seq, stamp=stamp, frame_id=frame_id) if ros1 else header(stamp, frame_id)
 
 
-def _receive_ns(t: np.ndarray, receive_t: ArrayLike | None) -> list[int]:
-    r = t if receive_t is None else np.asarray(receive_t, dtype=float)
-    sec = np.floor(r)
-    return [int(s) * 1_000_000_000 + round((x - s) * 1e9) for s, x in zip(sec, r, strict=True)]
+def _receive_ns(ns: np.ndarray, receive_t: ArrayLike | None) -> list[int]:
+    return (ns if receive_t is None else _nanoseconds(receive_t)).tolist()
 
 
 def _joint_messages(stream: JointStateStream, typestore, ros1: bool) -> list[tuple]:
-    t = np.asarray(stream.t, dtype=float)
+    t = _nanoseconds(stream.t)
     n, names = len(stream.names), list(stream.names)
     fields = {
         field: None if value is None else np.asarray(value, dtype=float).reshape(t.size, n)
@@ -235,7 +238,7 @@ def _pose_messages(stream: PoseStream, typestore, ros1: bool) -> list[tuple]:
         )
     msgtype = POSE_MESSAGES[stream.msgtype]
     types = typestore.types
-    t = np.asarray(stream.t, dtype=float)
+    t = _nanoseconds(stream.t)
     p = np.asarray(stream.position, dtype=float).reshape(t.size, 3)
     q = np.asarray(stream.quaternion_xyzw, dtype=float).reshape(t.size, 4)
     out = []

@@ -34,18 +34,28 @@ Verdicts (thresholds are module constants, with their reasons):
 * ``scale``: it follows the nominal torque at a ratio outside
   [:data:`RATIO_LOW`, :data:`RATIO_HIGH`] (raw units, torque constants);
 * ``ok``;
+* ``excluded``: the log leaves the joint's torque channel out (``[torques] exclude``), so it
+  is not compared;
+* ``unverified``: ``ok``, but the log's scale for the joint was taken from the nominal
+  model (``[torques] scale_from_nominal``, after a suggestion of this check), so the ratio is
+  1 by construction and says nothing of the unit: no evidence either way;
 * ``explained`` (set by :func:`workbench.calibration.checks.fit_plausibility.diagnose`, not
   here): one of the above but the calibrated model explains the joint's efforts, so the
   nominal model, not the log, is off for that joint.
 
 Each finding suggests the ``[torques] scale`` that would make the ratio 1:
 ``1 / k_j`` times the scale the log was read with (N m per logged unit for a
-revolute joint, N per logged unit for a prismatic one).
+revolute joint, N per logged unit for a prismatic one). Such a gain comes from the
+nominal model, not from a measurement: it is labelled so (:data:`SUGGESTED_FROM`), and a
+log that applies it says so (``scale_from_nominal``), after which the check no longer
+counts that joint's ratio as evidence that its unit is right.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +93,12 @@ whose rigid-body torque is below 1 % of the largest is dominated by what such a 
 wrist joints 4 and 5 log 4-6 times their rigid-body torque, at 0.4-0.7 % of joint 2's), and a
 ratio would measure those, not the unit."""
 
+SUGGESTED_FROM = (
+    "the nominal model's torques (a guess to check against the drive's torque constant, not "
+    "a measured gain)"
+)
+"""Where every suggested scale comes from, as the messages and ``summary.json`` say it."""
+
 MAX_SAMPLES = 4000
 """At most this many samples (evenly spread over the log) enter the comparison."""
 
@@ -93,7 +109,8 @@ class EffortFinding:
 
     joint: str
     kind: str  # "revolute" or "prismatic"
-    verdict: str  # "ok", "scale", "sign", "dead", "uncorrelated", "skipped", "explained"
+    verdict: str  # "ok", "scale", "sign", "dead", "uncorrelated", "skipped", "explained",
+    # "excluded", "unverified"
     ratio: float  # k_j = logged / nominal (least squares); nan when skipped
     correlation: float  # rho_j; nan when skipped
     logged_rms: float  # in logged units (after the log's scale)
@@ -111,6 +128,8 @@ class EffortFinding:
             f"joint '{self.joint}': logged effort RMS {self.logged_rms:.4g}, nominal model's "
             f"{self.nominal_rms:.4g} {self.unit}"
         )
+        if self.verdict == "excluded":
+            return f"{head}; not compared: its torque channel is excluded ([torques] exclude)"
         if self.verdict == "skipped":
             return (
                 f"{head}; not compared: the nominal torque is too small to tell a unit (little "
@@ -120,16 +139,22 @@ class EffortFinding:
         numbers = f"ratio logged/nominal {self.ratio:.3g}, correlation {self.correlation:.2f}"
         fix = (
             f"; multiply its [torques] scale by {self.suggested_scale:.3g} "
-            f"({self.unit} per logged unit, suggested from the nominal model's torques: a guess "
-            "to check against the drive's torque constant, not a measured gain)"
+            f"({self.unit} per logged unit, suggested from {SUGGESTED_FROM}; a log that applies "
+            f'it says so with [torques] scale_from_nominal = ["{self.joint}"], so that this check '
+            "does not take it for evidence of the unit)"
         )
         text = {
             "ok": f"{head}, {numbers}: consistent",
+            "unverified": f"{head}, {numbers}: its scale was taken from the nominal model "
+            "([torques] scale_from_nominal), so the ratio is 1 by construction and says nothing "
+            "of its unit",
             "scale": f"{head}, {numbers}: raw units or an unknown torque constant?{fix}",
             "sign": f"{head}, {numbers}: the torque sign is flipped (torque column, scale or "
             f"transmission sign){fix}",
             "dead": f"{head}, correlation {self.correlation:.2f}: a dead channel (disconnected, "
-            "or the effort is logged on another motor, e.g. a differential wrist)",
+            "or the effort is logged on another motor, e.g. a differential wrist); leave its "
+            "torque out of the fit, its motion kept, with [torques] exclude = "
+            f'["{self.joint}"]',
             "uncorrelated": f"{head}, {numbers}: the effort does not follow the nominal torque "
             "(a wrong column, joint order or position unit?)",
             "explained": f"{head}, {numbers}: unlike the nominal model, the calibrated model "
@@ -139,7 +164,7 @@ class EffortFinding:
 
     @property
     def suspicious(self) -> bool:
-        return self.verdict not in ("ok", "skipped", "explained")
+        return self.verdict not in ("ok", "skipped", "explained", "excluded", "unverified")
 
 
 def nominal_torques(
@@ -192,7 +217,8 @@ def compare_efforts(
     logged = sampled.tau
     if nominal_drives is None:
         logged, nominal = (without_drive_terms(v, sampled) for v in (logged, nominal))
-    return findings(chain, logged, nominal, informative_fraction(nominal_drives))
+    fraction = informative_fraction(nominal_drives)
+    return findings(chain, logged, nominal, fraction, log.excluded, log.scale_from_nominal)
 
 
 def informative_fraction(nominal_drives: dict[str, float] | None) -> float:
@@ -218,10 +244,17 @@ def without_drive_terms(values: Array, log: Log, terms: tuple[str, ...] = ("fric
 
 
 def findings(
-    chain: Chain, logged: Array, nominal: Array, fraction: float = INFORMATIVE_FRACTION
+    chain: Chain,
+    logged: Array,
+    nominal: Array,
+    fraction: float = INFORMATIVE_FRACTION,
+    excluded: Sequence[str] = (),
+    from_nominal: Sequence[str] = (),
 ) -> list[EffortFinding]:
     """The findings of logged efforts (m, n) against nominal torques (m, n) (module docstring);
-    joints whose nominal RMS is below ``fraction`` of the largest of their kind are skipped."""
+    joints whose nominal RMS is below ``fraction`` of the largest of their kind are skipped,
+    those whose channel the log ``excluded`` are not compared (verdict ``excluded``), and an
+    ``ok`` of a joint whose scale came ``from_nominal`` is ``unverified``."""
     ratio, correlation, logged_rms, nominal_rms = ratios(logged, nominal)
     prismatic = np.array([k == PRISMATIC for k in chain.joint_kinds])
     largest = np.array([nominal_rms[prismatic == p].max() for p in prismatic])
@@ -229,9 +262,10 @@ def findings(
     out = []
     for j, joint in enumerate(chain.joint_names):
         kind = "prismatic" if chain.joint_kinds[j] == PRISMATIC else "revolute"
-        if not informative[j]:
+        if joint in excluded or not informative[j]:
+            verdict = "excluded" if joint in excluded else "skipped"
             out.append(
-                EffortFinding(joint, kind, "skipped", np.nan, np.nan, logged_rms[j],
+                EffortFinding(joint, kind, verdict, np.nan, np.nan, logged_rms[j],
                               nominal_rms[j], np.nan)
             )  # fmt: skip
             continue
@@ -246,7 +280,7 @@ def findings(
         elif not RATIO_LOW <= k <= RATIO_HIGH:
             verdict = "scale"
         else:
-            verdict = "ok"
+            verdict = "unverified" if joint in from_nominal else "ok"
         scale = 1.0 / k if follows and k != 0 else np.nan
         out.append(
             EffortFinding(joint, kind, verdict, k, rho, logged_rms[j], nominal_rms[j], scale)
@@ -264,3 +298,28 @@ def ratios(logged: Array, nominal: Array) -> tuple[Array, Array, Array, Array]:
         correlation = np.where((nn > 0) & (ee > 0), cross / np.sqrt(ee * nn), 0.0)
     m = max(logged.shape[0], 1)
     return ratio, correlation, np.sqrt(ee / m), np.sqrt(nn / m)
+
+
+def effort_summary(found: Sequence[EffortFinding]) -> dict[str, Any]:
+    """``summary.json``'s ``effort_check``: per joint the verdict, ratio, correlation and the
+    suggested scale with where it comes from (:data:`SUGGESTED_FROM`); the joints whose unit the
+    check supports (``ok``: the ratio of a scale measured or given, not taken from the nominal
+    model) and those it cannot judge."""
+
+    def number(value: float) -> float | None:
+        return float(value) if np.isfinite(value) else None
+
+    return {
+        "joints": {
+            f.joint: {
+                "verdict": f.verdict,
+                "ratio": number(f.ratio),
+                "correlation": number(f.correlation),
+                "suggested_scale": number(f.suggested_scale),
+            }
+            for f in found
+        },
+        "suggested_scale_from": SUGGESTED_FROM,
+        "units_supported": [f.joint for f in found if f.verdict == "ok"],
+        "units_unverified": [f.joint for f in found if f.verdict in ("unverified", "skipped")],
+    }

@@ -263,9 +263,10 @@ def diagnose(
         raise WorkbenchError(f"{log.source}: a torque fit needs logged torques")
     sampled = log.subset(sample_rows(log))
     raw, gravity = nominal_torques(chain, sampled, nominal_drives)
-    general = _general_symptoms(chain, fitted, sampled.tau, raw)
+    general = _general_symptoms(chain, fitted, *_kept(sampled, sampled.tau, raw))
     logged, nominal, gravity = _comparable(sampled, nominal_drives, sampled.tau, raw, gravity)
-    found = findings(chain, logged, nominal, informative_fraction(nominal_drives))
+    fraction = informative_fraction(nominal_drives)
+    found = findings(chain, logged, nominal, fraction, sampled.excluded, sampled.scale_from_nominal)
     if fitted is not None:
         found = _explained_by_fit(sampled, fitted, found)
     steady = _constant_speeds(sampled, chain)
@@ -288,7 +289,7 @@ def diagnose(
     if shape is not None:
         symptoms = "; ".join(general + list(joints.values()))
         return [replace(shape, evidence=f"{shape.evidence}; symptoms: {symptoms}")]
-    diagnoses = _scale_causes(sampled.t, logged, nominal, gravity, found, joints)
+    diagnoses = _scale_causes(sampled.t, *_kept(sampled, logged, nominal, gravity), found, joints)
     if diagnoses:
         first = diagnoses[0]
         diagnoses[0] = replace(first, evidence="; ".join([first.evidence, *general]))
@@ -355,8 +356,8 @@ def flipped_transmissions(
 
 
 def _differences(log: Log, nominal_drives, logged: Array, nominal: Array) -> tuple[Array, Array]:
-    """(logged - nominal, logged) as compared (:func:`_comparable`)."""
-    logged, nominal = _comparable(log, nominal_drives, logged, nominal)
+    """(logged - nominal, logged) as compared (:func:`_comparable`), at the kept channels."""
+    logged, nominal = _kept(log, *_comparable(log, nominal_drives, logged, nominal))
     return logged - nominal, logged
 
 
@@ -372,7 +373,7 @@ def _explained_by_fit(log: Log, fitted: Chain, found: list[EffortFinding]) -> li
     joints (a torque unit, a sign) leaves any fit as good, so only the nominal
     model can see it.
     """
-    compared = [j for j, f in enumerate(found) if f.verdict != "skipped"]
+    compared = [j for j, f in enumerate(found) if f.verdict not in ("skipped", "excluded")]
     if not compared or all(found[j].suspicious for j in compared):
         return found
     misfit = fitted_misfit(log, fitted)
@@ -417,6 +418,13 @@ def absurd_parameters(nominal: Chain, fitted: Chain) -> list[str]:
                 f"{phi_nominal[i, 0]:.4g} kg)"
             )
     return out
+
+
+def _kept(log: Log, *torques: Array) -> list[Array]:
+    """``torques`` (m, n) at the joints whose channels the log keeps (m, k): an excluded
+    channel (``[torques] exclude``) is no evidence either way."""
+    kept = log.torque_channels()
+    return [values[:, kept] for values in torques]
 
 
 def _comparable(log: Log, nominal_drives, *torques: Array) -> list[Array]:
@@ -488,6 +496,8 @@ def _other_joints(found: list[EffortFinding], named: str) -> list[str]:
         ("explained", "the calibrated model explains the effort although the nominal one "
          "does not, so the nominal model cannot tell the unit or sign"),
         ("skipped", "not compared, the nominal torque is too small to tell a unit"),
+        ("unverified", "their scale was taken from the nominal model ([torques] "
+         "scale_from_nominal), so their ratio 1 is by construction: no evidence of their unit"),
     ):  # fmt: skip
         joints = [f for f in rest if f.verdict == verdict]
         if joints:
@@ -519,10 +529,13 @@ def _duplicates(log: Log, chain: Chain, steady: dict[int, str]) -> list[str]:
     """Pairs of joints with identical position or effort samples; identical positions of two
     joints at constant speed (``steady``: wheels driving straight) are no duplicate."""
     out = []
+    kept = log.torque_channels()
     for name, values in (("positions", log.q), ("efforts", log.tau)):
         for i in range(chain.n):
             for j in range(i + 1, chain.n):
                 if name == "positions" and i in steady and j in steady:
+                    continue
+                if name == "efforts" and not (kept[i] and kept[j]):
                     continue
                 column = values[:, i]
                 if np.ptp(column) > 0 and np.array_equal(column, values[:, j]):
@@ -574,7 +587,7 @@ def _shape_cause(chain, log: Log, nominal: Array, nominal_drives, full: Log) -> 
     """The position, column or time correction that best explains the efforts' shape, if any
     (``log``: the compared samples of the ``full`` log; ``nominal``: the nominal torques at
     them, as described)."""
-    before = shape_misfit(*_comparable(log, nominal_drives, log.tau, nominal))
+    before = shape_misfit(*_kept(log, *_comparable(log, nominal_drives, log.tau, nominal)))
     if before < SHAPE_MISFIT:
         return None
     best = None
@@ -586,7 +599,7 @@ def _shape_cause(chain, log: Log, nominal: Array, nominal_drives, full: Log) -> 
             corrected, _ = nominal_torques(chain, moved, nominal_drives)
         efforts = log.tau if effort is None else log.tau[:, effort]
         efforts, corrected = _comparable(moved, nominal_drives, efforts, corrected)
-        after = shape_misfit(efforts, corrected)
+        after = shape_misfit(*_kept(log, efforts, corrected))
         if best is None or after < best[0]:
             best = (after, cause, what, position, efforts, corrected)
     for factor, what in TIME_FACTORS:
@@ -595,7 +608,7 @@ def _shape_cause(chain, log: Log, nominal: Array, nominal_drives, full: Log) -> 
         moved = _retimed(full, factor).subset(sample_rows(full))
         corrected, _ = nominal_torques(chain, moved, nominal_drives)
         efforts, corrected = _comparable(moved, nominal_drives, log.tau, corrected)
-        after = shape_misfit(efforts, corrected)
+        after = shape_misfit(*_kept(log, efforts, corrected))
         if after < best[0]:
             best = (after, "sample period", what, None, efforts, corrected)
     after, cause, what, position, efforts, corrected = best
@@ -642,12 +655,17 @@ def _retimed(log: Log, factor: float) -> Log:
 
 def _scale_causes(t, logged, nominal, gravity, found, notes: dict[str, str]) -> list[Diagnosis]:
     """Torque sign, sample period, torque scale or dead channels from the ratios (``notes``:
-    the message of each suspicious joint)."""
+    the message of each suspicious joint; ``logged``, ``nominal``, ``gravity`` at the joints
+    whose channels are not excluded)."""
     compared = [f for f in found if f.verdict in ("ok", "scale", "sign")]
     out = []
-    dead = [notes[f.joint] for f in found if f.verdict == "dead"]
+    dead = [f.joint for f in found if f.verdict == "dead"]
+    if len(dead) > 1:
+        listed = ", ".join(f'"{j}"' for j in dead)
+        every = f"{notes[dead[-1]]} (all of them: [torques] exclude = [{listed}])"
+        notes = notes | {dead[-1]: every}
     if dead:
-        out.append(Diagnosis("dead channel", "; ".join(dead)))
+        out.append(Diagnosis("dead channel", "; ".join(notes[j] for j in dead)))
     flipped = [f for f in compared if f.verdict == "sign"]
     if flipped:
         every = len(flipped) == len(compared)
@@ -666,7 +684,8 @@ def _scale_causes(t, logged, nominal, gravity, found, notes: dict[str, str]) -> 
     if not scaled:
         return out
     period = _period_by_gravity(t, logged, nominal, gravity)
-    columns = [found.index(f) for f in compared]
+    kept = [f for f in found if f.verdict != "excluded"]
+    columns = [kept.index(f) for f in compared]
     e, n = logged[:, columns], nominal[:, columns]
     common = float(np.sum(e * n) / np.sum(n * n))
     one_factor = _relative_rms(common * n - e, e) <= shape_misfit(e, n) + COMMON_MISFIT

@@ -8,7 +8,8 @@ Equations (:func:`torque_equations`): the base regressor and the torques at
 every logged sample; with a log description, both go through the same
 anti-aliasing filter before decimation ("parallel decimation", Gautier), the
 filters' borders are dropped, joint rows slower than the log's
-``min_speed`` stay out of the fit (not out of validation), and the torques of
+``min_speed`` stay out of the fit (not out of validation), the rows of joints
+whose torque channel the log excludes (``[torques] exclude``) out of both, and the torques of
 a known payload (the log's ``payload``) are taken off the measured ones.
 
 Fit (:func:`fit_equations`): weighted least squares with one weight per
@@ -107,10 +108,12 @@ def torque_equations(model: TorqueModel, base: BaseParameters, log: Log) -> Torq
 
 
 def fitted_rows(log: Log, kept: np.ndarray) -> np.ndarray:
-    """Which joint rows (m, n) of the equations at samples ``kept`` are fitted: all, or those
-    at least as fast as the log's ``min_speed``."""
+    """Which joint rows (m, n) of the equations at samples ``kept`` are fitted: those of the
+    joints whose torque channel is not excluded (:meth:`~workbench.recordings.log.Log.
+    torque_channels`) and, with a ``min_speed``, at least as fast as it."""
     dq = log.dq[kept]
-    return np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
+    fast = np.ones(dq.shape, dtype=bool) if log.min_speed is None else np.abs(dq) >= log.min_speed
+    return fast & log.torque_channels()
 
 
 def drive_inputs(model: TorqueModel, log: Log) -> DriveInputs:
@@ -258,7 +261,7 @@ def calibrate_dynamic(
     """
     drives = drives or Drives(chain.n)
     model = TorqueModel(chain, drives)
-    base = base_parameters(model)
+    base = base_parameters(model, channels=log.torque_channels())
     if isinstance(log, ChunkedLog):
         refuse_further(drives, log.source, "a log read chunk by chunk")
         equations = accumulate(model, base, log)

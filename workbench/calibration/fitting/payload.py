@@ -155,7 +155,7 @@ def payload_equations(
     keep = slice(log.border, Z.shape[0] - log.border)
     Z = Z[keep]
     dq = log.dq[:: log.decimation][keep]
-    fit = np.ones(dq.shape, dtype=bool)
+    fit = np.ones(dq.shape, dtype=bool) & log.torque_channels()  # [torques] exclude
     if fixed is not None and log.min_speed is not None:
         named = dict(zip(fixed[0].names, fixed[1], strict=True))
         coulomb = np.array([named.get(f"fs{j + 1}", 0.0) for j in range(chain.n)])

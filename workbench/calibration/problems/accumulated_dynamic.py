@@ -75,6 +75,8 @@ class AccumulatedDynamicProblem(DynamicOutputs):
         self.options = options
         self.log = log
         self.labels = chain.joint_names
+        self.kept_channels = log.torque_channels()
+        self.logged_unit = log.effort_unit
         self.joint_chain = chain
         self.scheme = validation or default_validation(log)
         self.split = _split(log, self.scheme)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from workbench.calibration.fitting.drive_shapes import (
+    Shapes,
     ShapeSearch,
     has_shapes,
     shape_note,
@@ -52,6 +53,7 @@ from workbench.calibration.selection.term_screening import (
 )
 from workbench.calibration.selection.validation import EndSplit, Folds
 from workbench.chain import Chain
+from workbench.identification.consistency import PRIOR_WEIGHT
 from workbench.identification.drives import drive_file_text
 from workbench.identification.least_squares import fit_factors, merge_factors
 from workbench.identification.torque_model import BaseParameters, TorqueModel, base_parameters
@@ -81,14 +83,18 @@ class TorqueSetup:
     x0: Array
     equations: Any
     shapes: ShapeSearch | None = None  # outer searches of Stribeck speeds and sensor delay
+    nominal: Any = None  # with shapes: the equations with the drive file's (None: equations)
 
     def errors(self, fit, rows: np.ndarray) -> Array:
         """Predicted minus measured torques (m, n) at the equation ``rows``, of ``fit`` (None:
-        the nominal values) and with its drive shapes."""
+        the nominal values, with the drive file's shapes) and with its drive shapes."""
         beta = self.base.matrix @ self.x0 if fit is None else fit.beta
         if self.shapes is None:
             return self.equations.predict(beta, rows) - self.equations.tau[rows]
-        equations = self.equations if fit is None else self.shapes.equations_of(fit.shapes)
+        if fit is not None:
+            equations = self.shapes.equations_of(fit.shapes)
+        else:
+            equations = self.equations if self.nominal is None else self.nominal
         return equations.X[rows] @ beta - equations.tau[rows]
 
 
@@ -102,7 +108,7 @@ def torque_setup(
     """The torque model of ``log``'s drives with ``terms`` and its ``equations(model, base)``."""
     drives = log_drives(log, terms)
     model = TorqueModel(chain, drives)
-    base = base_parameters(model)
+    base = base_parameters(model, channels=log.torque_channels())
     x0 = model.values(nominal_drive_values(drives, options))
     return TorqueSetup(model, base, x0, equations(model, base))
 
@@ -120,9 +126,12 @@ def final_benefits(
 
 class DynamicOutputs(TorqueProblem):
     """What a dynamic problem reports of a fit (a :class:`~workbench.identification.least_squares.
-    DynamicFit`); the problem gives ``setup(terms)`` and ``samples``."""
+    DynamicFit`); the problem gives ``setup(terms)`` and ``samples``. Its ``labels`` are the
+    joints whose torque channels enter (``channels`` (n,) bool: all but the log's excluded
+    ones), the figures theirs only."""
 
     samples: int
+    kept_channels: np.ndarray
     term_benefits: list[dict[str, Any]] | None = None  # the further drive terms screened
 
     def parameters(self, fit) -> list[tuple[str, float, float]]:
@@ -134,13 +143,19 @@ class DynamicOutputs(TorqueProblem):
         return fit.chain
 
     def dynamics(self, fit) -> dict[str, tuple[float, float]]:
-        return urdf_dynamics(fit.model.drives, fit.drive_values, self.labels)
+        return urdf_dynamics(fit.model.drives, fit.drive_values, self.joint_chain.joint_names)
 
     def files(self, fit) -> dict[str, str]:
         if not fit.model.drives.names:
             return {}
         note = "Identified by workbench calibrate --kind dynamic (completed base parameters)."
         note += shape_note(fit.shapes)
+        excluded = [j for j in self.joint_chain.joint_names if j not in self.labels]
+        if excluded:
+            note += (
+                f" Torque channels excluded ([torques] exclude): {', '.join(excluded)}; what "
+                "only their torques would show (their own drive terms) stays nominal."
+            )
         return {
             "calibrated.drives.toml": drive_file_text(
                 fit.model.drives, fit.drive_values, note=note + prismatic_note(self.units())
@@ -154,7 +169,10 @@ class DynamicOutputs(TorqueProblem):
         return {
             "terms": list(fit.model.drives.terms),
             "condition_number": fit.condition_number,
-            "sigma_per_joint": dict(zip(self.labels, fit.sigma.tolist(), strict=True)),
+            "sigma_per_joint": dict(
+                zip(self.labels, fit.sigma[self.kept_channels].tolist(), strict=True)
+            ),
+            "torques_excluded": [j for j in self.joint_chain.joint_names if j not in self.labels],
             "units": self.units(),
             "equations": {"samples": self.samples, "rows_fitted": fit.rows},
             "base_parameters": {
@@ -169,9 +187,15 @@ class DynamicOutputs(TorqueProblem):
             "phi": fit.chain.phi.reshape(n, 10).tolist(),
             "physically_consistent": fit.physically_consistent,
             "iterations": fit.iterations,
-            **shape_summary(fit.shapes, self.labels),
+            **shape_summary(fit.shapes, self.joint_chain.joint_names),
             **benefit_summary(final_benefits(self.term_benefits, fit.model.drives.terms)),
+            **self.prior_weights(fit),
         }
+
+    def prior_weights(self, fit) -> dict[str, Any]:
+        """``{"prior_weight": ...}``: the held-out figures of other weights of the consistent
+        fit's prior; none here (a log in memory gives them, :class:`DynamicProblem`)."""
+        return {}
 
 
 class DynamicProblem(SampleBlocks, DynamicOutputs):
@@ -189,7 +213,9 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         self.options = options
         self.log = log
         drives = log_drives(log, options.terms)
-        self.labels = chain.joint_names
+        self.kept_channels = log.torque_channels()
+        self.logged_unit = log.effort_unit
+        self.labels = tuple(np.asarray(chain.joint_names)[self.kept_channels].tolist())
         self.joint_chain = chain
         self.setups: dict[tuple[str, ...], TorqueSetup] = {}
         self.all_terms = drives.terms
@@ -199,6 +225,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         )  # fmt: skip
         self.times = self.equations.t
         self.blocks: list[np.ndarray] = []  # the held-out rows of :meth:`folds`
+        self.splits: list[tuple[tuple[int, ...], np.ndarray]] = []  # (training blocks, rows)
         self.factors: dict[tuple[tuple[str, ...], int], tuple[Array, np.ndarray]] = {}
         if options.terms is None and options.parameters == "auto" and drives.terms:
             self.candidates = tuple(Terms(t) for t in trial_terms(drives.terms))
@@ -219,7 +246,13 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
             if has_shapes(s.model.drives):
                 payload = payload_torques(s.model.chain, self.log, slice(0, len(self.log)))
                 search = ShapeSearch(s.model, s.base, self.log, s.equations, payload, s.x0)
-                s = replace(s, shapes=search)
+                o = self.options
+                speeds = o.nominal_stribeck_speed if search.stribeck else None
+                delay = o.nominal_delay if search.delayed else 0.0
+                nominal = None
+                if speeds is not None or delay != 0.0:  # else the equations as built
+                    nominal = search.equations_of(Shapes(speeds, None, delay, None, True))
+                s = replace(s, shapes=search, nominal=nominal)
             self.setups[terms] = s
         return self.setups[terms]
 
@@ -247,10 +280,52 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         if len(splits) == 1:  # an end split: the training rows are the other block
             self.blocks.insert(0, splits[0][0])
         everything = range(len(self.blocks))
-        return [
+        self.splits = [
             (tuple(b for b in everything if b != k), self.blocks[k])
             for k in everything[len(self.blocks) - len(splits) :]
         ]
+        return self.splits
+
+    def prior_weights(self, fit) -> dict[str, Any]:
+        """``{"prior_weight": ...}`` for summary.json: the pooled held-out relative RMS of the
+        final model's terms on the folds (:meth:`folds`) with each weight the options ask for
+        (``prior_weights``) and the one used as the weight of the consistent fit's prior
+        (:mod:`workbench.identification.consistency`); empty when none is asked for, and for
+        the least-squares fit, a robust loss or drive shapes (whose fits are not one solve
+        of the factors). Each weight refits every fold's consistent completion."""
+        o = self.options
+        s = self.setup(fit.model.drives.terms)
+        if not (o.prior_weights and o.physical and o.loss == "linear" and s.shapes is None):
+            return {}
+        figures = {}
+        for weight in sorted({*o.prior_weights, PRIOR_WEIGHT}):
+            error2 = measured2 = 0.0
+            for training, test in self.splits:
+                R, counts = self._training_factors(s, training)
+                trial = fit_factors(
+                    s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=True,
+                    prior_weight=weight,
+                )  # fmt: skip
+                error2 += float(np.sum(self.errors(trial, test) ** 2))
+                measured2 += float(np.sum(self.measured(test) ** 2))
+            figures[f"{weight:g}"] = float(np.sqrt(error2 / measured2))
+        return {
+            "prior_weight": {
+                "used": PRIOR_WEIGHT,
+                "heldout_relative_rms": figures,
+                "note": "pooled held-out relative RMS on the folds of the final model's terms "
+                "with each weight of the prior toward the nominal pseudo-inertias; the weight "
+                "used is fixed, these figures check it",
+            }
+        }
+
+    def _training_factors(self, setup: TorqueSetup, training: tuple[int, ...]):
+        """The merged per-joint factors and rows of the ``training`` blocks of ``setup``."""
+        factors = [self._factors(setup, b) for b in training]
+        R, counts = factors[0]
+        for R_b, counts_b in factors[1:]:
+            R, counts = merge_factors(R, R_b), counts + counts_b
+        return R, counts
 
     def fit(self, training: tuple[int, ...] | None, candidate: Terms | None = None):
         """Identify the model of ``candidate`` (default: all terms) on the ``training`` blocks
@@ -263,10 +338,7 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
             if training is None:
                 R, counts = s.equations.factors()
             else:
-                factors = [self._factors(s, b) for b in training]
-                R, counts = factors[0]
-                for R_b, counts_b in factors[1:]:
-                    R, counts = merge_factors(R, R_b), counts + counts_b
+                R, counts = self._training_factors(s, training)
             return fit_factors(
                 s.model, s.base, R, counts, x0=s.x0, weighted=o.weighted, physical=o.physical
             )
@@ -294,9 +366,10 @@ class DynamicProblem(SampleBlocks, DynamicOutputs):
         return None
 
     def errors(self, fit, rows: np.ndarray) -> Array:
+        """Predicted minus measured torques (m, k) of the joints whose channels enter."""
         if fit is None:
-            return self.setups[self.all_terms].errors(None, rows)
-        return self.setup(fit.model.drives.terms).errors(fit, rows)
+            return self.setups[self.all_terms].errors(None, rows)[:, self.kept_channels]
+        return self.setup(fit.model.drives.terms).errors(fit, rows)[:, self.kept_channels]
 
     def measured(self, rows: np.ndarray) -> Array:
-        return self.equations.tau[rows]
+        return self.equations.tau[rows][:, self.kept_channels]

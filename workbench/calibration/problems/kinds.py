@@ -103,7 +103,7 @@ KINDS: dict[str, Kind] = {
         Kind("twist", ("tau",), TwistCalibrationProblem, reads=("inertial",),
              closed_chains=True),
         Kind("dynamic", ("tau",), DynamicProblem, AccumulatedDynamicProblem,
-             reads=("physical", "unconstrained", "payload_log")),
+             reads=("physical", "unconstrained", "payload_log", "prior_weights")),
     )
 }  # fmt: skip
 

@@ -69,11 +69,17 @@ class Options:
     weighted: bool = True
     terms: tuple[str, ...] | None = None
     nominal_drives: dict[str, float] | None = None  # name -> value, e.g. from a drive file
+    # the drive file's shapes: Stribeck speeds (n,) rad/s (None: 1 rad/s) and sensor delay s
+    nominal_stribeck_speed: Array | None = None
+    nominal_delay: float = 0.0
     rotation_weight: float | None = None
     # kinematic: frames, offsets, twists or auto (chosen by the folds, with a ridge); with
     # auto the dynamic kind also chooses its drive terms (DynamicProblem)
     parameters: str = "auto"
     progress: bool = False
+    # dynamic: further weights of the consistent fit's prior scored on the folds (summary.json
+    # prior_weight; DynamicProblem.prior_weights)
+    prior_weights: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.loss, str):
@@ -86,6 +92,9 @@ class Options:
                 raise WorkbenchError(f"Options: {name} {value!r} is not a number")
             if not (math.isfinite(value) and value > 0):
                 raise WorkbenchError(f"Options: {name} {value} must be a positive finite number")
+        for value in self.prior_weights:
+            if not (math.isfinite(value) and value > 0):
+                raise WorkbenchError(f"Options: prior weight {value} must be positive and finite")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ block's residuals (:class:`workbench.calibration.problems.problem.Residuals`), s
 that figures of a log in memory and of a large log's accumulated factors are
 one computation: the pooled relative RMS ``sqrt(sum e^2 / sum tau^2)``, per
 joint the relative RMS ``|e_j| / |tau_j|`` and the RMS in the joint's effort
-unit (N m revolute, N prismatic).
+unit (N m revolute, N prismatic, or the unit the log declares its efforts in:
+``[torques] unit``).
 """
 
 from __future__ import annotations
@@ -56,13 +57,15 @@ class TorqueProblem:
 
     joint_chain: Chain  # the chain whose joints ``labels`` name
     labels: tuple[str, ...]
+    logged_unit: str | None = None  # the log's [torques] unit, when not N m / N
 
     @property
     def unit(self) -> str:
-        return effort_unit(self.joint_chain, self.labels)
+        return effort_unit(self.joint_chain, self.labels, self.logged_unit)
 
     def units(self) -> dict[str, Any]:
-        return {"effort": self.unit, "joints": joint_units(self.joint_chain, self.labels)}
+        joints = joint_units(self.joint_chain, self.labels, self.logged_unit)
+        return {"effort": self.unit, "joints": joints}
 
     def channels(self, errors: Array) -> tuple[Array, tuple[str, ...], str]:
         units = self.units()
@@ -95,8 +98,16 @@ class TorqueProblem:
 
 
 def prismatic_note(units: dict[str, Any]) -> str:
-    """A sentence giving the units of the prismatic joints' drive terms ('' when none)."""
-    prismatic = [j for j, u in units["joints"].items() if u["effort"] == "N"]
+    """A sentence giving the units of the prismatic joints' drive terms ('' when none), or of
+    every joint's when the efforts were logged in another unit than N m / N."""
+    joints = units["joints"]
+    if any(u["effort"] not in ("N m", "N") for u in joints.values()):
+        e = units["effort"]
+        return (
+            f" The efforts were logged in {e} ([torques] unit), not N m: read N m above as {e} "
+            f"(fv in {e} s/rad, Ia in {e} s^2/rad; per m for a prismatic joint)."
+        )
+    prismatic = [j for j, u in joints.items() if u["effort"] == "N"]
     if not prismatic:
         return ""
     return (

@@ -55,6 +55,7 @@ class TwistCalibrationProblem(SampleBlocks, TorqueProblem):
         self.times = log.t[log.equation_samples()][:n_equations]
         self.labels = chain.actuated if closed else chain.joint_names
         self.joint_chain = self.tree
+        self.logged_unit = log.effort_unit
 
     def _rows(self, rows):
         return replace(self.problem, rows=rows)

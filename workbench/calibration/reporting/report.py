@@ -85,6 +85,13 @@ def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
         ("held out", f"{held['scheme']}, {held['samples']} samples"),
         ("nominal model", held["nominal_model"]),
     ]
+    if summary.get("torques_excluded"):
+        rows.append(
+            (
+                "torque channels excluded ([torques] exclude: no figures, motion kept)",
+                ", ".join(summary["torques_excluded"]),
+            )
+        )
     per_joint = summary.get("heldout_per_joint")
     if per_joint is not None:
         rows.append(

@@ -6,6 +6,11 @@ prismatic joint's effort is a force (N), its reflected rotor inertia a mass
 (kg), its viscous friction N s/m. Reports print the unit of each joint's
 figure from the joint's type (:func:`joint_units`), and one unit for pooled
 figures only when every joint has it (:func:`effort_unit`).
+
+Efforts logged in another unit (motor currents without their torque constants: a log
+description's ``[torques] unit = "A"``) keep it: every effort-derived unit is then that unit
+over the joint's motion (:func:`logged_units`: friction "A", viscous friction "A s/rad", rotor
+inertia "A s^2/rad"; "A s/m" and "A s^2/m" for a prismatic joint).
 """
 
 from __future__ import annotations
@@ -34,16 +39,36 @@ def joint_kinds(chain: Chain, labels: Sequence[str]) -> list[str]:
     return [kinds[label] for label in labels]
 
 
-def joint_units(chain: Chain, labels: Sequence[str]) -> dict[str, dict[str, str]]:
-    """Per joint in ``labels``: the unit of its position, effort, rotor inertia, friction."""
+def logged_units(kind: str, effort: str) -> dict[str, str]:
+    """The units of a joint of ``kind`` whose efforts are logged in ``effort`` (module
+    docstring)."""
+    position = "m" if kind == PRISMATIC else "rad"
+    return {
+        "position": position, "velocity": f"{position}/s", "effort": effort,
+        "rotor_inertia": f"{effort} s^2/{position}", "viscous_friction": f"{effort} s/{position}",
+        "coulomb_friction": effort, "offset": effort,
+    }  # fmt: skip
+
+
+def joint_units(
+    chain: Chain, labels: Sequence[str], effort: str | None = None
+) -> dict[str, dict[str, str]]:
+    """Per joint in ``labels``: the unit of its position, effort, rotor inertia, friction;
+    ``effort``: the unit the efforts were logged in when not N m / N (module docstring)."""
+    kinds = joint_kinds(chain, labels)
+    if effort is not None:
+        return {label: logged_units(k, effort) for label, k in zip(labels, kinds, strict=True)}
     return {
         label: dict(PRISMATIC_UNITS if kind == PRISMATIC else REVOLUTE_UNITS)
-        for label, kind in zip(labels, joint_kinds(chain, labels), strict=True)
+        for label, kind in zip(labels, kinds, strict=True)
     }
 
 
-def effort_unit(chain: Chain, labels: Sequence[str]) -> str:
-    """The unit of efforts pooled over the joints ``labels``: one when they share it."""
+def effort_unit(chain: Chain, labels: Sequence[str], effort: str | None = None) -> str:
+    """The unit of efforts pooled over the joints ``labels``: one when they share it
+    (``effort``, when the efforts were logged in it)."""
+    if effort is not None:
+        return effort
     kinds = set(joint_kinds(chain, labels))
     if kinds == {PRISMATIC}:
         return "N"
