@@ -110,6 +110,20 @@ def test_read_as_closed_chains(folder):
     assert np.all(np.isinf(chain.tree.effort_limit))
 
 
+def test_the_default_tool_is_no_closure_frame(folder):
+    """Without --tool the tool is the last frame no closure names (a closure frame as the
+    tool would let the tool's eta block move the closure): not a closed_loop name, the child
+    link of such a joint, or the fixed joint of such a link, read here from the URDF."""
+    _, path, chain = folder
+    spec = yaml.safe_load((path / "robot.yaml").read_text())
+    joints = {j.get("name"): j.find("child").get("link")
+              for j in ET.parse(path / "robot.urdf").getroot().iter("joint")}  # fmt: skip
+    closure = {frame for pair in spec["closed_loop"] for frame in pair}
+    closure |= {joints[f] for f in closure if f in joints}
+    closure |= {j for j, child in joints.items() if child in closure}
+    assert chain.tree.tool_name not in closure
+
+
 def test_motor_torques_and_forward_dynamics_equal_pinocchio(folder):
     name, path, chain = folder
     model, data, constraints, datas, _ = pinocchio_reference(path)
