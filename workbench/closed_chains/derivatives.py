@@ -51,7 +51,9 @@ from workbench.lie import Array
 
 @dataclass(frozen=True)
 class TorqueDerivatives:
-    """Motor torques tau (N, a) and their partials; eta (N, a, 6 (n + 1)) may be None."""
+    """Forces tau (N, a) on the independent coordinates (the motors, then the idle joints:
+    :func:`workbench.closed_chains.dynamics.coordinate_forces`) and their partials; eta
+    (N, a, 6 (n + 1)) may be None."""
 
     tau: Array
     dtau_deta: Array | None

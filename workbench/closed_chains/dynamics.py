@@ -16,6 +16,15 @@ dynamics reduces (1) to the actuated coordinates with ``dq = S dq_a``,
 
 Arrays carry the sample axis first; q, dq, ddq are (N, n) tree joint
 values, motor quantities (N, a) in the order of ``model.actuated``.
+
+Idle motions (motions the closures leave with the motors still,
+``model.idle``) get coordinates of their own: ``S`` then has a column per
+independent coordinate (the motors, then the idle joints), and (1) gives a
+force per column. :func:`coordinate_forces` and :func:`coordinate_regressor`
+return all of them (what a planner constrains: the idle forces must be
+zero); :func:`motor_torques` and :func:`torque_regressor` the motors' alone
+(what a motor delivers and a calibration fits), the same columns of the same
+products. Without idle motions both pairs are equal.
 """
 
 from __future__ import annotations
@@ -75,12 +84,19 @@ def motor_torques(
     return coordinate_forces(model, q, dq, ddq, f_tool)[..., : len(model.actuated)]
 
 
-def torque_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
-    """``d tau_a / d phi`` (N, a, 10 n): eq. (1) with phi = ``model.tree.phi.ravel()``."""
+def coordinate_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
+    """``d Q / d phi`` (N, a + i, 10 n) of the forces Q of :func:`coordinate_forces`:
+    eq. (1) with phi = ``model.tree.phi.ravel()``."""
     (q, dq, ddq), batched = _state(model, q=q, dq=dq, ddq=ddq)
     S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
     Y = np.swapaxes(S, 1, 2) @ tree_regressor(model.tree, q, dq, ddq)
     return Y if batched else Y[0]
+
+
+def torque_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:
+    """``d tau_a / d phi`` (N, a, 10 n) of :func:`motor_torques` (the motors' rows of
+    :func:`coordinate_regressor`)."""
+    return coordinate_regressor(model, q, dq, ddq)[..., : len(model.actuated), :]
 
 
 def forward_dynamics(

@@ -70,7 +70,7 @@ def is_robot_folder(path: str | os.PathLike) -> bool:
 
 def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain:
     """The closed chain of a folder or its robot.yaml (module docstring); ``tool`` names
-    the tool frame (default the tree's last frame)."""
+    the tool frame (default the tree's last frame that is not a closure frame)."""
     path = Path(path)
     yaml_path = path / YAML_NAME if path.is_dir() else path
     folder = yaml_path.parent
@@ -86,6 +86,8 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
         model = pin.buildModelFromXML(ET.tostring(root, encoding="unicode"))
     except (RuntimeError, ValueError) as exc:
         raise WorkbenchError(f"{urdf}: Pinocchio cannot read it: {exc}") from None
+    if tool is None:
+        tool = _default_tool(model, spec["closed_loop"], children)
     try:
         tree = from_pinocchio(model, tool_frame=tool)
     except WorkbenchError as exc:
@@ -119,6 +121,20 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
         folder.name, urdf, yaml_path,
     )  # fmt: skip
     return check_assembly(replace(chain, home=closed_configuration(chain)))
+
+
+def _default_tool(model: pin.Model, pairs: list, children: dict[str, str]) -> str | None:
+    """The last frame of ``model`` that is not a closure frame (named by a closure, the child
+    link of a joint a closure names, or the joint of such a link): a closure frame as the
+    tool would let the tool's eta block move the closure. None (the last frame) when every
+    frame is a closure's."""
+    named = {name for pair in pairs for name in pair}
+    named |= {children[name] for name in named if name in children}
+    named |= {joint for joint, child in children.items() if child in named}  # their joints
+    for frame in reversed(model.frames.tolist()):
+        if frame.name not in named and frame.name != "universe":
+            return frame.name
+    return None
 
 
 def _spec(yaml_path: Path) -> dict:

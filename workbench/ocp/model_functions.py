@@ -5,7 +5,8 @@ and accelerations ``x = (q, dq, ddq)`` (3 n). The callbacks
 (:class:`workbench.ocp.bridge.BatchedCallback`, one batched evaluation for
 all knots with the analytic Jacobian):
 
-* ``torque``: motor torques ``S^T tau_tree(q, dq, ddq)`` (a) and their
+* ``torque``: the forces ``S^T tau_tree(q, dq, ddq)`` (a + i: the motors, then the
+  idle joints, whose forces the transcription holds at zero) and their
   full-state partials (:func:`workbench.closed_chains.derivatives.torque_derivatives`);
   with a design space, the links' inertial parameters are a shared input
   (the torque is linear in them: the Jacobian is the closed chain's regressor);
@@ -29,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.closed_chains.derivatives import torque_derivatives
-from workbench.closed_chains.dynamics import motor_torques, torque_regressor
+from workbench.closed_chains.dynamics import coordinate_forces, coordinate_regressor
 from workbench.closed_chains.kinematics import Closures, joint_directions
 from workbench.closed_chains.model import ClosedChain
 from workbench.closed_chains.robot_folder import is_robot_folder
@@ -83,12 +84,12 @@ def load_kernels(model: ClosedChain, rows: np.ndarray, q: Array, design=None) ->
     """
     X = np.concatenate([q, np.zeros_like(q), np.zeros_like(q)])[None]
     q1, zero = X[:, : model.n], X[:, model.n : 2 * model.n]
-    motor_torques(model, q1, zero, zero)
+    coordinate_forces(model, q1, zero, zero)
     closure_levels(model, rows, X, True)
     task(model, q1)
     if design is not None:
         design.link_phi(np.zeros(design.size))
-        torque_regressor(model, q1, zero, zero)
+        coordinate_regressor(model, q1, zero, zero)
     torque_derivatives(model, q1, zero, zero, with_eta=False)  # last: a first run may
     sx_compiler.wait()  # compile its kernel in a second process (runtime.compile_beside)
 
@@ -126,12 +127,12 @@ def model_callbacks(
         q, dq, ddq = X[:, :n], X[:, n : 2 * n], X[:, 2 * n :]
         chain = model if design is None else model.with_inertias(matrix_from_phi(P.reshape(n, 10)))
         if not jacobian:
-            return (motor_torques(chain, q, dq, ddq),)
+            return (coordinate_forces(chain, q, dq, ddq),)
         d = torque_derivatives(chain, q, dq, ddq, with_eta=False)
         by_state = np.concatenate([d.dtau_dq, d.dtau_dv, d.dtau_da], axis=-1)
         if design is None:
             return d.tau, by_state
-        return d.tau, by_state, torque_regressor(chain, q, dq, ddq)
+        return d.tau, by_state, coordinate_regressor(chain, q, dq, ddq)
 
     def closure(X, _P, jacobian):
         return closure_levels(model, rows, X, jacobian)

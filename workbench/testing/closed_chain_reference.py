@@ -16,7 +16,7 @@ definitions:
   weld both; revolute ``p`` and ``R[0, 2], R[1, 2]`` (z_A normal to x_B and
   y_B); planar ``p[0], p[1]``;
 * ``K = dc/dq`` by CasADi's AD; ``S_a = I``, ``S_p = -(K_p^T K_p)^{-1}
-  K_p^T K_a`` (least squares: the stacked residual may have redundant rows);
+  K_p^T K_a`` (least squares, by QR: the stacked residual may have redundant rows);
 * acceleration bias ``sigma_p = -(K_p^T K_p)^{-1} K_p^T (d(K dq)/dq) dq``
   (from ``d^2 c / dt^2 = 0``);
 * motor torques ``S^T tau`` with tau from the SX inverse dynamics of
@@ -74,8 +74,16 @@ def closure_residual(kind: str, T_A, T_B):
 
 
 def _least_squares(K_p, rhs):
-    """``(K_p^T K_p)^{-1} K_p^T rhs``: the exact solution when the system is consistent."""
-    return ca.solve(K_p.T @ K_p, K_p.T @ rhs)
+    """The least-squares solution of ``K_p x = rhs`` by the QR factorisation of ``K_p``
+    (``x = R^-1 Q^T rhs``, refined once): the exact solution when the system is consistent.
+
+    Not the normal equations: SX's symbolic solve does not pivot, and with
+    ``cond(K_p^T K_p) = cond(K_p)^2`` it lost all but two digits on robot_delta (a
+    0.04 kg delta, rows in m and rad, cond(K_p) 1e4).
+    """
+    Q, R = ca.qr(K_p)
+    x = ca.solve(R, Q.T @ rhs)
+    return x + ca.solve(R, Q.T @ (rhs - K_p @ x))  # one step of iterative refinement
 
 
 def _lift(n: int, active, passive, passive_rows, active_rows=None):
