@@ -27,8 +27,6 @@ PRISMATIC_UNITS = {
     "position": "m", "velocity": "m/s", "effort": "N", "rotor_inertia": "kg",
     "viscous_friction": "N s/m", "coulomb_friction": "N", "offset": "N",
 }  # fmt: skip
-DRIVE_TERMS = {"Ia": "rotor_inertia", "fv": "viscous_friction", "fs": "coulomb_friction",
-               "off": "offset"}  # fmt: skip
 
 
 def joint_kinds(chain: Chain, labels: Sequence[str]) -> list[str]:
@@ -75,14 +73,3 @@ def effort_unit(chain: Chain, labels: Sequence[str], effort: str | None = None) 
     if PRISMATIC in kinds:
         return "N m (revolute joints), N (prismatic joints)"
     return "N m"
-
-
-def drive_parameter_unit(name: str, chain: Chain, labels: Sequence[str]) -> str | None:
-    """The unit of a drive parameter named ``<term><joint number>`` (``fv3``, ``Ia1``), or None
-    for names that are not one joint's drive term (coupled-motor terms ``Iam6``, ...)."""
-    term = name.rstrip("0123456789")
-    number = name[len(term) :]
-    if term not in DRIVE_TERMS or not number or not 1 <= int(number) <= len(labels):
-        return None
-    label = labels[int(number) - 1]
-    return joint_units(chain, [label])[label][DRIVE_TERMS[term]]
