@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
 import workbench as wb
@@ -25,6 +24,8 @@ from workbench.calibration.checks.fit_plausibility import diagnose
 from workbench.calibration.run import Request, run_calibration
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.recordings.log_files import read_log, write_log
+from workbench.testing.log_descriptions import csv_description
+from workbench.testing.pinocchio_reference import truth_torques
 
 CONSTANTS = np.array([9.0, 11.0, 7.0, 2.5, 3.0, 1.5])  # N m per A, joint side
 
@@ -38,23 +39,13 @@ def ur5():
 def currents(tmp_path_factory, ur5):
     """A folder with log.csv (currents) and a description maker, and the truth's torques."""
     log, truth = simulate_log(ur5, kind="dynamic", samples=600, perturb=0.05, friction=0.3, seed=3)
-    model = wb.to_pinocchio(truth.chain)
-    data = model.createData()
-    states = zip(log.q, log.dq, log.ddq, strict=True)
-    tau = np.array([pin.rnea(model, data, *s).copy() for s in states])
-    tau += truth.viscous * log.dq + truth.coulomb * np.sign(log.dq)
+    tau = truth_torques(truth, log)
     folder = tmp_path_factory.mktemp("currents")
     write_log(folder / "log.csv", replace(log, tau=tau / CONSTANTS, temperature=None))
 
     def describe(name: str, torques: str) -> str:
-        block = lambda prefix: ", ".join(f'"{prefix}_{j}"' for j in ur5.joint_names)  # noqa: E731
         path = folder / f"{name}.toml"
-        path.write_text(
-            "[time]\nsample_period = 0.01\n"
-            f'[positions]\nfile = "log.csv"\ncolumns = [{block("q")}]\n'
-            f'[velocities]\nfile = "log.csv"\ncolumns = [{block("dq")}]\n'
-            f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau")}]\n{torques}'
-        )
+        path.write_text(csv_description(ur5.joint_names) + torques)
         return str(path)
 
     return describe, tau

@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
 import workbench as wb
@@ -46,6 +45,8 @@ from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import main
 from workbench.recordings.log_files import read_log, write_log
+from workbench.testing.log_descriptions import csv_description
+from workbench.testing.pinocchio_reference import rnea, truth_torques
 
 DEAD = 5  # wrist_3_joint
 
@@ -53,19 +54,6 @@ DEAD = 5  # wrist_3_joint
 @pytest.fixture(scope="module")
 def ur5():
     return wb.models.load("ur5")
-
-
-def truth_rigid_body(truth, log) -> np.ndarray:
-    """Pinocchio's RNEA of the truth at the log's states (m, n)."""
-    model = wb.to_pinocchio(truth.chain)
-    data = model.createData()
-    states = zip(log.q, log.dq, log.ddq, strict=True)
-    return np.array([pin.rnea(model, data, *s).copy() for s in states])
-
-
-def truth_torques(truth, log) -> np.ndarray:
-    """Pinocchio's RNEA of the truth plus its viscous and Coulomb friction (m, n)."""
-    return truth_rigid_body(truth, log) + truth.viscous * log.dq + truth.coulomb * np.sign(log.dq)
 
 
 @pytest.fixture(scope="module")
@@ -147,13 +135,7 @@ def test_a_validation_log_leaving_out_other_channels_is_refused(dead_wrist, tmp_
                                                                 mine, held):  # fmt: skip
     log, tau, _ = dead_wrist
     write_log(tmp_path / "log.csv", replace(log, tau=tau, excluded=()).subset(np.arange(200)))
-    block = lambda prefix: ", ".join(f'"{prefix}_{j}"' for j in log.joint_names)  # noqa: E731
-    text = (
-        "[time]\nsample_period = 0.01\n"
-        f'[positions]\nfile = "log.csv"\ncolumns = [{block("q")}]\n'
-        f'[velocities]\nfile = "log.csv"\ncolumns = [{block("dq")}]\n'
-        f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau")}]\n'
-    )
+    text = csv_description(log.joint_names)
     (tmp_path / "main.toml").write_text(text + mine)
     (tmp_path / "held.toml").write_text(text + held)
     code = main(["calibrate", "--model", "ur5", "--log", str(tmp_path / "main.toml"),
@@ -184,13 +166,8 @@ def test_a_dead_channel_the_effort_check_skips_is_warned_of(ur5, dead_wrist, tmp
 def test_a_zero_scale_is_refused_unless_its_joint_is_excluded(ur5, dead_wrist, tmp_path):
     log, tau, _ = dead_wrist
     write_log(tmp_path / "log.csv", replace(log, tau=tau, excluded=()).subset(np.arange(100)))
-    block = lambda prefix: ", ".join(f'"{prefix}_{j}"' for j in ur5.joint_names)  # noqa: E731
-    text = (
-        "[time]\nsample_period = 0.01\n"
-        f'[positions]\nfile = "log.csv"\ncolumns = [{block("q")}]\n'
-        f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau")}]\n'
-        "scale = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]\n"
-    )
+    text = csv_description(ur5.joint_names, ("positions", "torques"))
+    text += "scale = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]\n"
     dead = ur5.joint_names[DEAD]
     (tmp_path / "zero.toml").write_text(text)
     with pytest.raises(wb.WorkbenchError, match=rf'scale.* is 0 for .*exclude = \["{dead}"\]'):
@@ -202,7 +179,9 @@ def test_a_zero_scale_is_refused_unless_its_joint_is_excluded(ur5, dead_wrist, t
 def test_a_joint_too_light_to_judge_does_not_make_the_nominal_worse_than_zero(ur5, dead_wrist):
     log, tau, truth = dead_wrist
     friction_only = tau.copy()  # the wrist's torque without its (tiny) rigid-body part
-    friction_only[:, DEAD] = tau[:, DEAD] - truth_rigid_body(truth, log)[:, DEAD]
+    friction_only[:, DEAD] = (
+        tau[:, DEAD] - rnea(wb.to_pinocchio(truth.chain), log.q, log.dq, log.ddq)[:, DEAD]
+    )
     others = tuple(j for j in ur5.joint_names if j != ur5.joint_names[DEAD])
     alone = replace(log, tau=friction_only, excluded=others)
     found = {f.joint: f.verdict for f in compare_efforts(alone, ur5)}

@@ -26,6 +26,8 @@ from workbench.calibration.selection.validation import Folds
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import main
 from workbench.recordings.log_files import read_log, write_log
+from workbench.testing.log_descriptions import csv_description
+from workbench.testing.pinocchio_reference import truth_torques
 
 DEAD = 3  # wrist_1_joint
 OPTIONS = Options(terms=("friction",))
@@ -40,11 +42,7 @@ def ur5():
 def recorded(ur5):
     """(log with wrist 1's channel dead, truth): torques of the truth by Pinocchio's RNEA."""
     log, truth = simulate_log(ur5, kind="dynamic", samples=800, perturb=0.05, friction=0.3, seed=5)
-    model = wb.to_pinocchio(truth.chain)
-    data = model.createData()
-    states = zip(log.q, log.dq, log.ddq, strict=True)
-    tau = np.array([pin.rnea(model, data, *s).copy() for s in states])
-    tau += truth.viscous * log.dq + truth.coulomb * np.sign(log.dq)
+    tau = truth_torques(truth, log)
     rng = np.random.default_rng(7)
     tau += rng.normal(scale=1e-3, size=tau.shape)
     tau[:, DEAD] = 1e-3 * np.sqrt(np.mean(tau[:, DEAD] ** 2)) * rng.normal(size=len(log))
@@ -147,13 +145,7 @@ def described(tmp_path_factory, ur5, recorded):
     write_log(folder / "log.csv", log.subset(np.arange(300)))
 
     def describe(name: str, torques: str) -> str:
-        block = lambda prefix: ", ".join(f'"{prefix}_{j}"' for j in ur5.joint_names)  # noqa: E731
-        text = (
-            "[time]\nsample_period = 0.01\n"
-            f'[positions]\nfile = "log.csv"\ncolumns = [{block("q")}]\n'
-            f'[velocities]\nfile = "log.csv"\ncolumns = [{block("dq")}]\n'
-            f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau")}]\n{torques}'
-        )
+        text = csv_description(ur5.joint_names) + torques
         path = folder / f"{name}.toml"
         path.write_text(text)
         return str(path)
@@ -190,13 +182,7 @@ def test_a_constant_torque_column_is_refused_unless_excluded(ur5, recorded, tmp_
     folder = tmp_path
     write_log(folder / "log.csv", replace(log, tau=tau).subset(np.arange(400)))
     dead = ur5.joint_names[DEAD]
-    block = lambda prefix: ", ".join(f'"{prefix}_{j}"' for j in ur5.joint_names)  # noqa: E731
-    text = (
-        "[time]\nsample_period = 0.01\n"
-        f'[positions]\nfile = "log.csv"\ncolumns = [{block("q")}]\n'
-        f'[velocities]\nfile = "log.csv"\ncolumns = [{block("dq")}]\n'
-        f'[torques]\nfile = "log.csv"\ncolumns = [{block("tau")}]\n'
-    )
+    text = csv_description(ur5.joint_names)
     (folder / "plain.toml").write_text(text)
     with pytest.raises(wb.WorkbenchError, match=rf'constant.*exclude = \["{dead}"\]'):
         read_log(folder / "plain.toml", ur5, require=("tau",))

@@ -1,5 +1,5 @@
 """Evaluating Pinocchio: inverse dynamics with a tool wrench given in the tool frame, (m, f)
-order, and the tool poses of a chain."""
+order, a simulated truth's joint torques, and the tool poses of a chain."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ def rnea(model, q, dq, ddq, tool_name=None, f_tool=None) -> np.ndarray:
             fext = tool_fext(model, tool_name, f_tool[s])
             out.append(pin.rnea(model, data, q[s], dq[s], ddq[s], fext))
     return np.array(out)
+
+
+def truth_torques(truth, log) -> np.ndarray:
+    """Joint torques (m, n) of a simulated truth (``simulate_log``'s second result) at the
+    log's states: Pinocchio's RNEA of its chain plus its viscous and Coulomb friction."""
+    tau = rnea(wb.to_pinocchio(truth.chain), log.q, log.dq, log.ddq)
+    return tau + truth.viscous * log.dq + truth.coulomb * np.sign(log.dq)
 
 
 def tool_poses(chain: wb.Chain, q: np.ndarray) -> np.ndarray:
