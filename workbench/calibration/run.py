@@ -49,8 +49,7 @@ from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.identification.drives import (
     DEFAULT_TERMS,
     Drives,
-    nominal_drive_shapes,
-    nominal_drive_values,
+    nominal_drive_file,
     sidecar_path,
 )
 from workbench.recordings.chunked_logs import ChunkedLog, is_chunked_log, open_chunked_log
@@ -214,8 +213,7 @@ def _messages(caught: list[warnings.WarningMessage]) -> list[str]:
 def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessage]) -> Outcome:
     """:func:`run_calibration` inside its warnings' record ``caught``."""
     chain, log_chain, urdf = _model(request, large)
-    nominal = nominal_drive_values(urdf, chain.joint_names)
-    speeds, delay = nominal_drive_shapes(urdf, chain.joint_names)
+    nominal, speeds, delay = nominal_drive_file(urdf, chain.joint_names)
     reading = dict(
         require=spec.requires, drop_bad_rows=request.drop_bad_rows,
         savgol_window=request.savgol_window, progress=request.progress,

@@ -345,13 +345,24 @@ def nominal_drive_values(
     ``joint_names``, the joints of the model calibrated now (a file that numbers other joints,
     :func:`numbered_joints`, is renumbered; its coupled motors' terms are left out); None
     without a drive file."""
+    return nominal_drive_file(urdf, joint_names)[0]
+
+
+def nominal_drive_file(
+    urdf: str | os.PathLike, joint_names: Sequence[str]
+) -> tuple[dict[str, float] | None, Array | None, float]:
+    """The drive file beside ``urdf`` for ``joint_names``: its values (as
+    :func:`nominal_drive_values`), its Stribeck speeds (n,) [rad/s] (None: no ``stribeck``
+    term; 1 rad/s for a joint it does not number) and its sensor delay [s]; (None, None,
+    0.0) without a drive file."""
     path = sidecar_path(urdf)
     if not path.is_file():
-        return None
+        return None, None, 0.0
     numbered = numbered_joints(path)
+    drives, values = read_drive_file(path, len(joint_names if numbered is None else numbered))
+    speeds = np.asarray(drives.stribeck_speed, dtype=float) if "stribeck" in drives.terms else None
     if numbered is None:
-        return read_drive_file(path, len(joint_names))[1]
-    values = read_drive_file(path, len(numbered))[1]
+        return values, speeds, drives.delay
     check_model_order(numbered, list(joint_names), str(path.with_name("summary.json")))
     now = {name: j + 1 for j, name in enumerate(joint_names)}
     out = {}
@@ -360,27 +371,10 @@ def nominal_drive_values(
         joint = None if prefix in ("Iam", "fvm", "fsm") else numbered[int(number) - 1]
         if joint in now:
             out[f"{prefix}{now[joint]}"] = value
-    return out
-
-
-def nominal_drive_shapes(
-    urdf: str | os.PathLike, joint_names: Sequence[str]
-) -> tuple[Array | None, float]:
-    """The Stribeck speeds (n,) [rad/s] of ``joint_names`` (None: the drive file beside
-    ``urdf`` has no ``stribeck`` term; 1 rad/s for a joint it does not number) and the
-    sensor delay [s] it gives; (None, 0.0) without a drive file (:func:`nominal_drive_values`
-    gives its linear parameters)."""
-    path = sidecar_path(urdf)
-    if not path.is_file():
-        return None, 0.0
-    numbered = numbered_joints(path)
-    drives = read_drive_file(path, len(joint_names if numbered is None else numbered))[0]
-    if "stribeck" not in drives.terms:
-        return None, drives.delay
-    if numbered is None:
-        return np.asarray(drives.stribeck_speed, dtype=float), drives.delay
-    speed = dict(zip(numbered, drives.stribeck_speed.tolist(), strict=True))
-    return np.array([speed.get(name, 1.0) for name in joint_names]), drives.delay
+    if speeds is not None:
+        speed = dict(zip(numbered, speeds.tolist(), strict=True))
+        speeds = np.array([speed.get(name, 1.0) for name in joint_names])
+    return out, speeds, drives.delay
 
 
 def read_drive_file(path: str | os.PathLike, n: int) -> tuple[Drives, dict[str, float]]:
