@@ -94,6 +94,14 @@ def load_kernels(model: ClosedChain, rows: np.ndarray, q: Array, design=None) ->
     sx_compiler.wait()  # compile its kernel in a second process (runtime.compile_beside)
 
 
+def has_exact_hessians(model: ClosedChain) -> bool:
+    """Whether :func:`model_callbacks` gives ``model`` exact second derivatives by default:
+    the project's own closed chains (closure files, shipped names) of at most
+    ``SX_JOINTS`` tree joints, not example-parallel-robots folders."""
+    folder = model.source is not None and is_robot_folder(model.source)
+    return model.n <= SX_JOINTS and not folder
+
+
 def model_callbacks(
     model: ClosedChain,
     knots: int,
@@ -113,8 +121,7 @@ def model_callbacks(
     """
     n, a = model.n, len(model.active)
     if exact_hessian is None:
-        folder = model.source is not None and is_robot_folder(model.source)
-        exact_hessian = n <= SX_JOINTS and not folder
+        exact_hessian = has_exact_hessians(model)
 
     def exact(name: str, design: bool = False):
         if not exact_hessian or finite_differences:

@@ -23,6 +23,14 @@ analytic Jacobians (:mod:`workbench.ocp.model_functions`); IPOPT's
 Hessian of the Lagrangian comes from the callbacks' reverse mode
 (:mod:`workbench.ocp.bridge`).
 
+Closed chains without exact second derivatives (example-parallel-robots
+folders, trees of more than ``SX_JOINTS`` joints) are transcribed on their
+independent coordinates alone (:mod:`workbench.ocp.independent_coordinates`):
+the knots hold the motors' and idle joints' (q, dq, ddq), the callbacks solve
+the passive joints, and the closures are no NLP constraints (a passive block near
+singular, such as cassie_like's ball joints near gimbal lock, made IPOPT fail
+1,000 iterations in tree coordinates; 28 iterations this way).
+
 After a solve the optimal motor torques (linear between knots) are
 integrated open loop with the closed-chain dynamics; the final task error
 reported is that of the simulated motion (the plan meets the goal to the
@@ -57,8 +65,14 @@ from workbench.errors import WorkbenchError
 from workbench.inertia import matrix_from_phi
 from workbench.io import interrupts_received, reraise_interrupt
 from workbench.lie import Array
+from workbench.ocp.bridge import BatchedCallback
 from workbench.ocp.contract import Infeasible
-from workbench.ocp.model_functions import load_kernels, model_callbacks
+from workbench.ocp.independent_coordinates import independent_callbacks
+from workbench.ocp.model_functions import (
+    has_exact_hessians,
+    load_kernels,
+    model_callbacks,
+)
 from workbench.ocp.nlp import (
     INTERRUPTED,
     Constraints,
@@ -116,8 +130,9 @@ def transcribe(
     :func:`workbench.ocp.model_functions.model_callbacks` builds them; a
     pure-SX formulation can be passed in their place.
     """
-    n, K = model.n, problem.knots
-    active = [int(i) for i in model.active]
+    independent = "closure" not in functions  # knots of the independent coordinates
+    n, K = (len(model.active), problem.knots) if independent else (model.n, problem.knots)
+    active = list(range(n)) if independent else [int(i) for i in model.active]
     X = ca.MX.sym("X", 3 * n, K)
     duration = ca.MX.sym("T") if problem.minimum_time else problem.duration
     h = duration / (K - 1)
@@ -126,8 +141,14 @@ def transcribe(
     qa, dqa, ddqa = q[active, :], dq[active, :], ddq[active, :]
     c.equal(qa[:, 1:] - qa[:, :-1] - h * dqa[:, :-1] - h**2 / 6 * (2 * ddqa[:, :-1] + ddqa[:, 1:]))
     c.equal(dqa[:, 1:] - dqa[:, :-1] - h / 2 * (ddqa[:, :-1] + ddqa[:, 1:]))
-    c.equal(functions["closure"](ca.vec(X)))
-    c.equal(qa[:, 0], q_start[active])
+    if not independent:
+        c.equal(functions["closure"](ca.vec(X)))
+    elif "passive" in functions:
+        lower, upper = state_bounds(model)
+        levels = np.concatenate([model.passive, model.passive + model.n])
+        c.within(functions["passive"](ca.vec(X)), np.tile(lower[levels], K),
+                 np.tile(upper[levels], K))  # fmt: skip
+    c.equal(qa[:, 0], q_start[model.active])
     c.equal(dqa[:, 0])
     c.equal(dqa[:, -1])
     final = functions["task"](q[:, -1])
@@ -149,6 +170,9 @@ def transcribe(
     effort = h * ca.dot(np.repeat(weights, len(active)), tau**2)
     objective = duration + 1e-3 * effort if problem.minimum_time else effort
     lower, upper = state_bounds(model)
+    if independent:
+        columns = np.concatenate([model.active + level * model.n for level in range(3)])
+        lower, upper = lower[columns], upper[columns]
     lbx, ubx, x = np.tile(lower, K), np.tile(upper, K), ca.vec(X)
     if problem.minimum_time:
         x = ca.vertcat(x, duration)
@@ -251,14 +275,22 @@ def solve(
         return _unsolved("infeasible", too_short, t, problem, model)
     design = problem.design
     rows = independent_rows(model, q_start)
-    built = functions(model, K, rows, design)  # CasADi holds callbacks weakly: keep them
+    independent = functions is model_callbacks and problem.solver == "ipopt"
+    independent = independent and not has_exact_hessians(model)
+    if independent:  # CasADi holds callbacks weakly: keep them
+        built = independent_callbacks(model, K, rows, q_start, design)
+    else:
+        built = functions(model, K, rows, design)
     if problem.solver != "ipopt":
         nlp, solver, x0 = _stagewise(
             problem, model, built, q_start, q_goal, goal, t, progress, warm
         )
     else:
         nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
-        x0 = _warm_start(problem, model, q_start, q_goal, t, warm).ravel()
+        x0 = _warm_start(problem, model, q_start, q_goal, t, warm)
+        if independent:
+            x0 = x0[:, built["states"].columns]
+        x0 = x0.ravel()
         if problem.minimum_time:
             x0 = np.append(x0, problem.duration)
         if design is not None:
@@ -274,15 +306,19 @@ def solve(
     with interrupt_warnings_dropped():
         sol = solver(x0=x0, lbx=nlp["lbx"], ubx=nlp["ubx"], lbg=nlp["lbg"], ubg=nlp["ubg"])
     elapsed = time.perf_counter() - started
-    reraise_interrupt(seen, any(getattr(f, "interrupted", False) for f in built.values()))
-    errors = [f.error for f in built.values() if getattr(f, "error", None) is not None]
+    callbacks = [f for f in built.values() if isinstance(f, BatchedCallback)]
+    reraise_interrupt(seen, any(f.interrupted for f in callbacks))
+    errors = [f.error for f in callbacks if f.error is not None]
     if errors:
         raise WorkbenchError(f"{problem.source}: the model failed during the solve: {errors[0]}")
     stats = solver.stats()
     reraise_interrupt(seen, stats["return_status"] in INTERRUPTED)
     x = np.asarray(sol["x"]).ravel()
-    duration = float(x[3 * model.n * K]) if problem.minimum_time else problem.duration
-    X = x[: 3 * model.n * K].reshape(K, 3 * model.n)
+    size = 3 * (len(model.active) if independent else model.n)
+    duration = float(x[size * K]) if problem.minimum_time else problem.duration
+    X = x[: size * K].reshape(K, size)
+    if independent:
+        X = built["states"](X, False)[0]
     text = str(stats["return_status"])
     solved = status(text)
     if problem.solver != "ipopt":
