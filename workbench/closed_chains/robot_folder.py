@@ -35,6 +35,7 @@ it defines them):
 
 from __future__ import annotations
 
+import difflib
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -120,7 +121,28 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
         tree, tuple(closures), tuple(spec["name_mot"]), np.zeros(tree.n), "position",
         folder.name, urdf, yaml_path,
     )  # fmt: skip
-    return check_assembly(replace(chain, home=closed_configuration(chain)))
+    try:
+        return check_assembly(replace(chain, home=closed_configuration(chain)))
+    except WorkbenchError as exc:
+        ignored = _ignored_names(spec["joint_name"], children)
+        if not ignored:
+            raise
+        raise WorkbenchError(
+            f"{exc}; robot.yaml's joint_name entries that name no joint of {urdf.name} were "
+            f"ignored: {ignored}"
+        ) from None
+
+
+def _ignored_names(names: list, joints: dict) -> str:
+    """The replacements naming no joint, each with the URDF's closest joint name (upstream's
+    disney_robot names 'left_spherical_free_foot' in its yaml, its URDF spells it with an
+    h circumflex: its left leg keeps one joint fewer and its motors are tied)."""
+    out = []
+    for name in names:
+        if name not in joints:
+            close = difflib.get_close_matches(str(name), list(joints), n=1, cutoff=0.8)
+            out.append(f"'{name}'" + (f" (the URDF has '{close[0]}')" if close else ""))
+    return ", ".join(out)
 
 
 def _default_tool(model: pin.Model, pairs: list, children: dict[str, str]) -> str | None:
