@@ -4,7 +4,7 @@ Per knot the decision variables are the independent coordinates' values,
 velocities and accelerations ``x = (q_a, dq_a, ddq_a)`` (3 m, m = a + i: the
 motors, then the idle joints); the passive joints are not variables but
 follow from the closures, solved inside the callbacks (:class:`ClosedStates`):
-``q`` by continuation and Newton's method from the last closed knot
+``q`` by continuation and Newton's method from a nearby closed knot of the last evaluations
 (:func:`workbench.closed_chains.kinematics.closed_configurations`),
 ``dq = S dq_a``, ``ddq = S ddq_a + sigma``. The closed state's derivative by
 ``x`` is the implicit function theorem on the closures at the three levels
@@ -48,20 +48,24 @@ from workbench.lie import Array
 from workbench.ocp.bridge import BatchedCallback
 from workbench.ocp.model_functions import closure_levels
 
+MEMORY = 4  # evaluations of all knots whose closed configurations start the continuation
+
 
 class ClosedStates:
     """Closed tree states ``X`` (N, 3 n) of independent knots ``x`` (N, 3 m) and ``dX/dx``.
 
-    The continuation of each knot starts from that knot's last closed
-    configuration (``N`` a multiple of the knot count: the bridge's stacked
-    perturbations of every knot) or the last knot's (one knot: the task).
+    The continuation of each knot starts from the closed configuration of that knot
+    nearest in its independent values among the last ``MEMORY`` evaluations of all knots
+    (a rejected trial step of IPOPT's line search may lie far from the next point; ``N``
+    a multiple of the knot count: the bridge's stacked perturbations of every knot; one
+    row: the last knot, the task's).
     A knot whose closure cannot be followed there (outside the workspace, through a
     singularity) gets NaN, which IPOPT's line search backs off from.
     """
 
     def __init__(self, model: ClosedChain, rows: np.ndarray, q_start: Array, knots: int):
-        self.model, self.rows = model, rows
-        self.last = np.tile(np.asarray(q_start, dtype=float), (knots, 1))
+        self.model, self.rows, self.knots = model, rows, knots
+        self.memory = [np.tile(np.asarray(q_start, dtype=float), (knots, 1))]
         m, n = len(model.active), model.n
         self.columns = np.concatenate([model.active + level * n for level in range(3)])
         self.passive = np.concatenate([model.passive + level * n for level in range(3)])
@@ -80,14 +84,17 @@ class ClosedStates:
     def configurations(self, qa: Array) -> Array:
         """Closed configurations (N, n) of independent values ``qa`` (N, m), NaN where
         the closure cannot be followed."""
-        N, K = len(qa), len(self.last)
-        guess = np.tile(self.last, (N // K, 1)) if N % K == 0 else self.last[[-1] * N]
+        N, K = len(qa), self.knots
+        knot = np.arange(N) % K if N % K == 0 else np.full(N, K - 1)
+        stored = np.stack(self.memory)[:, knot]  # (M, N, n)
+        distance = np.abs(stored[:, :, self.model.active] - qa).max(axis=2)
+        guess = stored[np.argmin(distance, axis=0), np.arange(N)]
         try:
             q, _ = closed_configurations(self.model, qa, guess)
         except WorkbenchError:
-            return self._one_by_one(qa, guess)
+            q = self._one_by_one(qa, guess)
         if N == K:
-            self.last = q
+            self.memory = [np.where(np.isfinite(q), q, guess), *self.memory][:MEMORY]
         return q
 
     def _one_by_one(self, qa: Array, guess: Array) -> Array:
@@ -104,7 +111,7 @@ class ClosedStates:
         qa, dqa, ddqa = x[:, :m], x[:, m : 2 * m], x[:, 2 * m :]
         q = self.configurations(qa)
         bad = ~np.isfinite(q).all(axis=1)
-        q[bad] = self.last[0]  # any closed configuration: the rows are NaN below
+        q[bad] = self.memory[0][0]  # any closed configuration: the rows are NaN below
         X, S, D = self._levels(q, dqa, ddqa, jacobian)
         X[bad] = np.nan
         if not jacobian:
@@ -168,7 +175,7 @@ def independent_callbacks(
     def task_vector(qa, _P, jacobian):
         q = states.configurations(qa)
         closed = np.isfinite(q).all(axis=1)
-        q[~closed] = states.last[0]
+        q[~closed] = states.memory[0][0]
         value, J = task(model, q)
         value[~closed] = np.nan
         if not jacobian:

@@ -91,6 +91,7 @@ KNOT_BYTES = 1024
 COARSE = 0.05  # transcription error, as a fraction of the tool's travel, that makes a warning
 DRIFT = 0.01  # m or rad: a simulated end error below this and COARSE of the travel is no warning
 SHORT_TRAVEL = 1e-3  # m or rad: travel below this is judged against it, not as a fraction
+IDLE_RANGE = np.pi / 2  # rad: how far an idle joint may move from the start (independent)
 SUBSTEPS = (1, 8, 64)  # RK4 steps per knot interval of the simulation, tried in turn
 
 
@@ -173,6 +174,12 @@ def transcribe(
     if independent:
         columns = np.concatenate([model.active + level * model.n for level in range(3)])
         lower, upper = lower[columns], upper[columns]
+        # idle joints within IDLE_RANGE of the start: the coordinates chosen there for the
+        # idle motions stay coordinates (talos_like's rod turned by 2.9 rad onto a
+        # configuration where its joint no longer is one, and the closure stopped there)
+        idle = np.arange(len(model.actuated), n)
+        lower[idle] = np.maximum(lower[idle], q_start[model.active[idle]] - IDLE_RANGE)
+        upper[idle] = np.minimum(upper[idle], q_start[model.active[idle]] + IDLE_RANGE)
     lbx, ubx, x = np.tile(lower, K), np.tile(upper, K), ca.vec(X)
     if problem.minimum_time:
         x = ca.vertcat(x, duration)
@@ -298,6 +305,7 @@ def solve(
         options = ipopt_options(
             problem.tolerance, problem.max_iterations, progress,
             warm is not None or problem.warm_start is not None, problem.barrier,
+            noisy_multipliers=independent and len(model.idle) > 0,
         )  # fmt: skip
         solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
     load_kernels(model, rows, q_start, design)  # compiled or loaded before timing
