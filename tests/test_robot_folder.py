@@ -26,6 +26,7 @@ from workbench import closed_chains
 from workbench.closed_chains.dynamics import coordinate_forces, forward_dynamics, motor_torques
 from workbench.closed_chains.kinematics import mobility, residual, solve_passive
 from workbench.closed_chains.robot_folder import read_folder
+from workbench.closed_chains.task_space import reach_configuration
 from workbench.errors import WorkbenchError
 from workbench.resources import shipped
 
@@ -315,3 +316,21 @@ def test_motor_logs_of_folders_with_idle_motions_are_refused(tmp_path, capsys):
     assert code == 2
     assert "idle motions" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["motors.csv"]
+
+
+def test_a_straight_leg_reaches_toward_its_hip():
+    """talos_like closes with its leg straight: the foot's motion toward the hip is singular
+    there, so the inverse kinematics starts again from small random moves (it tried 2,187
+    grid points for minutes and refused); checked by Pinocchio's forward kinematics. (Not in
+    NAMES: the random 0.05 rad moves of those checks leave its workspace; the checks of
+    issue 34 on it are in BENCHMARKS.md.)"""
+    chain = closed_chains.load(FOLDERS / "talos_like", tool="foot")
+    model = pin.buildModelFromUrdf(str(FOLDERS / "talos_like" / "robot.urdf"))
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, chain.home)
+    foot = model.getFrameId("foot")
+    target = data.oMf[foot].translation + np.array([0.0, 0.0, 0.005])
+    q = reach_configuration(chain, target)
+    assert np.abs(residual(chain, q)).max() <= 1e-10
+    pin.framesForwardKinematics(model, data, q)
+    assert np.linalg.norm(data.oMf[foot].translation - target) <= 1e-9

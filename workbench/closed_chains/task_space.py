@@ -144,14 +144,21 @@ def reach_bound(model: ClosedChain) -> ReachBound:
     return ReachBound("position", points[0], float(np.sum(steps)) + slack, around)
 
 
+NEAR_STARTS = 4  # random moves of the guess per size tried by reach_configuration ...
+GRID_STARTS = 64  # ... before at most this many points of its grid
+
+
 def reach_configuration(model: ClosedChain, target: Array, guess: Array | None = None) -> Array:
     """A closed configuration (n,) whose task vector is ``target``.
 
     Gauss-Newton on the motor values (least-squares steps along the closed
-    chain's task Jacobian) from ``guess`` (default home), then from a grid
-    of motor values inside the joint limits. Raises WorkbenchError when none
-    reaches the target to 1e-9: it is outside the workspace or reachable
-    only through a singularity.
+    chain's task Jacobian) from ``guess`` (default home), then from seeded
+    random moves of it (``NEAR_STARTS`` of 0.05, 0.2 and 0.5 rad: a straight
+    leg at home is singular for the foot's motion toward the hip), then from
+    at most ``GRID_STARTS`` points of a grid of motor values inside the joint
+    limits (3^12 for twelve motors would take hours). Raises WorkbenchError
+    when none reaches the target to 1e-9: it is outside the workspace or
+    reachable only through a singularity.
     """
     lower, upper = model.tree.lower[model.active], model.tree.upper[model.active]
     bounded = np.isfinite(upper) & np.isfinite(lower)
@@ -163,10 +170,19 @@ def reach_configuration(model: ClosedChain, target: Array, guess: Array | None =
     )
     steps = 5 if len(model.active) <= 2 else 3
     axes = [m + 0.8 * s * np.linspace(-0.5, 0.5, steps) for m, s in zip(middle, span, strict=True)]
+    rng = np.random.default_rng(0)
     grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, len(model.active))
+    if len(grid) > GRID_STARTS:
+        grid = grid[np.sort(rng.choice(len(grid), GRID_STARTS, replace=False))]
     first = model.home if guess is None else np.asarray(guess, dtype=float)
+    near = [
+        first[model.active] + scale * rng.uniform(-1.0, 1.0, len(model.active))
+        for scale in (0.05, 0.2, 0.5) for _ in range(NEAR_STARTS)
+    ]  # fmt: skip
+    near = [np.clip(start, lower, upper) for start in near]
+    grid = [*near, *grid]
     for start in (first, *grid):
-        q = _gauss_newton(model, target, start)
+        q = _gauss_newton(model, target, start, first)
         if q is not None:
             return q
     what = "direction" if model.task == "pointing" else "position"
@@ -176,9 +192,13 @@ def reach_configuration(model: ClosedChain, target: Array, guess: Array | None =
     )
 
 
-def _gauss_newton(model: ClosedChain, target: Array, start: Array) -> Array | None:
+def _gauss_newton(
+    model: ClosedChain, target: Array, start: Array, base: Array | None = None
+) -> Array | None:
+    """Gauss-Newton from ``start`` (a closed configuration, or motor and idle values closed
+    by continuation from ``base``, default home); None where it fails."""
     try:
-        q = start if start.shape == (model.n,) else solve_passive(model, start)
+        q = start if start.shape == (model.n,) else solve_passive(model, start, guess=base)
         q = solve_passive(model, q[model.active], guess=q)
         for _ in range(60):
             error = target - task(model, q)[0][0]
