@@ -225,6 +225,10 @@ class BatchedCallback(_Buffered):
             for c in range(m):
                 xp[:, :, c], by_p = difference(np.zeros(n), STEP * np.eye(m)[c])
                 pp[:, c] = by_p.sum(axis=0)
+        # a perturbed knot the model cannot evaluate (a closure that cannot be followed 1e-6
+        # away: independent coordinates at a near-singular passive block) leaves its column
+        # out of that knot's block: an approximate Hessian, not an invalid number for IPOPT
+        xx[~np.isfinite(xx)] = 0.0
         skipped = np.setdiff1d(np.arange(n), columns)
         xx[:, :, skipped] = np.swapaxes(xx, -1, -2)[:, :, skipped]  # symmetry; affine pairs: 0
         xx = 0.5 * (xx + np.swapaxes(xx, -1, -2))
