@@ -12,8 +12,10 @@ problem file is read, solved and written the same way whatever its kind::
 :mod:`~workbench.ocp.kinds` registers the kinds (``reach``: reaching and
 co-design on any closed chain, :mod:`~workbench.ocp.reach`);
 :mod:`~workbench.ocp.bridge` hands batched numpy functions with analytic
-Jacobians to CasADi; :mod:`~workbench.ocp.nlp` collects constraints and
-solver options.
+Jacobians to CasADi (the closed chain's maps on its tree coordinates:
+:mod:`~workbench.ocp.model_functions`; on its independent coordinates, the passive
+joints solved inside: :mod:`~workbench.ocp.independent_coordinates`);
+:mod:`~workbench.ocp.nlp` collects constraints and solver options.
 """
 
 from __future__ import annotations
