@@ -218,23 +218,20 @@ def test_yaml_replacements_and_refusals(tmp_path):
     )
     chain = read_folder(tmp_path)
     assert {"free1_Z", "free1_Y"} <= set(chain.joint_names)
-    # a motor tied to another by the closure: the same motor twice is refused by name
-    (tmp_path / "robot.yaml").write_text(
-        "closed_loop: [['closedloop1_A', 'closedloop1_B']]\ntype: ['6d']\n"
-        "name_mot: ['mot1', 'mot2', 'free1']\njoint_name: ['closedloop1_A', 'closedloop1_B']\n"
-        "joint_type: ['FIXED', 'FIXED']\n"
-    )
-    with pytest.raises(WorkbenchError, match=r"not independent.*free1"):
-        read_folder(tmp_path)
-    # a replacement naming no joint is ignored; when the motors then tie, the message
-    # names it with the URDF's closest joint (upstream's disney_robot has such a typo)
-    (tmp_path / "robot.yaml").write_text(
-        "closed_loop: [['closedloop1_A', 'closedloop1_B']]\ntype: ['6d']\n"
-        "name_mot: ['mot1', 'mot2', 'free1']\njoint_name: ['closedloop1_A', 'closdloop1_B']\n"
-        "joint_type: ['FIXED', 'FIXED']\n"
-    )
-    with pytest.raises(WorkbenchError, match=r"'closdloop1_B' \(the URDF has 'closedloop1_B'\)"):
-        read_folder(tmp_path)
+    # a motor tied to another by the closure: the same motor twice is refused by name; a
+    # replacement naming no joint is ignored, and when the motors then tie, the message names
+    # it with the URDF's closest joint (upstream's disney_robot has such a typo)
+    for fixed, message in (
+        ("closedloop1_B", r"not independent.*free1"),
+        ("closdloop1_B", r"'closdloop1_B' \(the URDF has 'closedloop1_B'\)"),
+    ):
+        (tmp_path / "robot.yaml").write_text(
+            "closed_loop: [['closedloop1_A', 'closedloop1_B']]\ntype: ['6d']\n"
+            f"name_mot: ['mot1', 'mot2', 'free1']\njoint_name: ['closedloop1_A', '{fixed}']\n"
+            "joint_type: ['FIXED', 'FIXED']\n"
+        )
+        with pytest.raises(WorkbenchError, match=message):
+            read_folder(tmp_path)
     (tmp_path / "robot.yaml").write_text(
         base + "type: ['6d']\njoint_name: ['free1']\njoint_type: ['BALL']\n"
     )
