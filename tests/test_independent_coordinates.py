@@ -45,7 +45,7 @@ def case(request):
 
 def test_closed_states_close_the_loops_in_pinocchio(case):
     name, chain, x, functions = case
-    X, _, _ = functions["states"](x, False)
+    X, _ = functions["states"](x, False)
     n, m = chain.n, len(chain.active)
     for level in range(3):
         assert np.array_equal(X[:, chain.active + level * n], x[:, level * m : (level + 1) * m])

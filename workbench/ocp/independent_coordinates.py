@@ -73,8 +73,8 @@ class ClosedStates:
         self._key: bytes | None = None
         self._value: tuple = ()
 
-    def __call__(self, x: Array, jacobian: bool) -> tuple[Array, Array | None, Array]:
-        """(X (N, 3 n), dX/dx (N, 3 n, 3 m) or None, the closed configurations' S)."""
+    def __call__(self, x: Array, jacobian: bool) -> tuple[Array, Array | None]:
+        """(X (N, 3 n), dX/dx (N, 3 n, 3 m) or None)."""
         key = x.tobytes() + bytes([jacobian])
         if key != self._key:
             self._value = self._closed(x, jacobian)
@@ -112,16 +112,16 @@ class ClosedStates:
         q = self.configurations(qa)
         bad = ~np.isfinite(q).all(axis=1)
         q[bad] = self.memory[0][0]  # any closed configuration: the rows are NaN below
-        X, S, D = self._levels(q, dqa, ddqa, jacobian)
+        X, D = self._levels(q, dqa, ddqa, jacobian)
         X[bad] = np.nan
         if not jacobian:
-            return X, None, S
+            return X, None
         D_p = D[:, :, self.passive]
         dX = np.zeros((len(x), 3 * n, 3 * m))
         dX[:, self.columns, np.arange(3 * m)] = 1.0
         dX[:, self.passive] = -np.linalg.solve(D_p, D[:, :, self.columns])
         dX[bad] = np.nan
-        return X, dX, S
+        return X, dX
 
     def _levels(self, q: Array, dqa: Array, ddqa: Array, jacobian: bool) -> tuple:
         closures = Closures(self.model, q)
@@ -138,7 +138,7 @@ class ClosedStates:
         ddq = (S @ ddqa[..., None])[..., 0] + acceleration_bias(closures, dq, solver)
         X = np.concatenate([q, dq, ddq], axis=1)
         D = closure_levels(self.model, self.rows, X, True)[1] if jacobian else None
-        return X, S, D
+        return X, D
 
 
 def independent_callbacks(
@@ -152,7 +152,7 @@ def independent_callbacks(
     phi_size = 10 * n
 
     def torque(x, P, jacobian):
-        X, dX, _ = states(x, jacobian)
+        X, dX = states(x, jacobian)
         good = np.isfinite(X).all(axis=1)
         q, dq, ddq = X[good, :n], X[good, n : 2 * n], X[good, 2 * n :]
         chain = model if design is None else model.with_inertias(matrix_from_phi(P.reshape(n, 10)))
@@ -168,7 +168,7 @@ def independent_callbacks(
         return tuple(out)
 
     def passive(x, _P, jacobian):
-        X, dX, _ = states(x, jacobian)
+        X, dX = states(x, jacobian)
         rows = np.concatenate([model.passive, model.passive + n])
         return (X[:, rows], dX[:, rows]) if jacobian else (X[:, rows],)
 

@@ -29,7 +29,7 @@ independent coordinates alone (:mod:`workbench.ocp.independent_coordinates`):
 the knots hold the motors' and idle joints' (q, dq, ddq), the callbacks solve
 the passive joints, and the closures are no NLP constraints (a passive block near
 singular, such as cassie_like's ball joints near gimbal lock, made IPOPT fail
-1,000 iterations in tree coordinates; 28 iterations this way).
+1,000 iterations in tree coordinates; 18 iterations this way).
 
 After a solve the optimal motor torques (linear between knots) are
 integrated open loop with the closed-chain dynamics; the final task error
@@ -132,7 +132,7 @@ def transcribe(
     pure-SX formulation can be passed in their place.
     """
     independent = "closure" not in functions  # knots of the independent coordinates
-    n, K = (len(model.active), problem.knots) if independent else (model.n, problem.knots)
+    n, K = len(model.active) if independent else model.n, problem.knots
     active = list(range(n)) if independent else [int(i) for i in model.active]
     X = ca.MX.sym("X", 3 * n, K)
     duration = ca.MX.sym("T") if problem.minimum_time else problem.duration
@@ -142,10 +142,10 @@ def transcribe(
     qa, dqa, ddqa = q[active, :], dq[active, :], ddq[active, :]
     c.equal(qa[:, 1:] - qa[:, :-1] - h * dqa[:, :-1] - h**2 / 6 * (2 * ddqa[:, :-1] + ddqa[:, 1:]))
     c.equal(dqa[:, 1:] - dqa[:, :-1] - h / 2 * (ddqa[:, :-1] + ddqa[:, 1:]))
+    lower, upper = state_bounds(model)
     if not independent:
         c.equal(functions["closure"](ca.vec(X)))
     elif "passive" in functions:
-        lower, upper = state_bounds(model)
         levels = np.concatenate([model.passive, model.passive + model.n])
         c.within(functions["passive"](ca.vec(X)), np.tile(lower[levels], K),
                  np.tile(upper[levels], K))  # fmt: skip
@@ -170,9 +170,8 @@ def transcribe(
     weights[[0, -1]] = 0.5
     effort = h * ca.dot(np.repeat(weights, len(active)), tau**2)
     objective = duration + 1e-3 * effort if problem.minimum_time else effort
-    lower, upper = state_bounds(model)
     if independent:
-        columns = np.concatenate([model.active + level * model.n for level in range(3)])
+        columns = functions["states"].columns
         lower, upper = lower[columns], upper[columns]
         # idle joints within IDLE_RANGE of the start: the coordinates chosen there for the
         # idle motions stay coordinates (talos_like's rod turned by 2.9 rad onto a
