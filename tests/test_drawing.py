@@ -60,3 +60,36 @@ def test_no_worker_is_forked_beside_other_threads(tmp_path):
         stop.set()
         other.join()
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+WAIT_WITH_A_WORKER = """
+import time
+from workbench.io import raise_on_sigterm
+from workbench.viz import drawing
+
+raise_on_sigterm()
+try:
+    with drawing.worker("workbench.viz.plots"):
+        drawing._worker.submit(int).result()  # the worker runs
+        print("ready", flush=True)
+        time.sleep(600)
+except KeyboardInterrupt as exc:
+    print(type(exc).__name__, flush=True)
+"""
+
+
+def test_sigterm_to_the_process_group_ends_the_worker_without_a_traceback():
+    """``timeout`` and job schedulers signal the whole group: the forked worker inherited the
+    command's SIGTERM handler and printed a ``Terminated`` traceback."""
+    import signal
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WAIT_WITH_A_WORKER], env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout.readline().strip() == "ready"
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert out.strip() == "Terminated"
+    assert "Traceback" not in err, err

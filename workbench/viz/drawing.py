@@ -63,8 +63,11 @@ def _can_fork() -> bool:
 
 
 def _prepare(*modules: str) -> None:
-    """The worker: Ctrl-C is its parent's, and the drawing libraries are imported now."""
+    """The worker: Ctrl-C is its parent's, SIGTERM (a process group's, from ``timeout`` or a
+    job scheduler) ends it quietly rather than with the parent's handler and a traceback,
+    and the drawing libraries are imported now."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for module in modules:
         importlib.import_module(module)
 
