@@ -81,11 +81,14 @@ class ClosedStates:
             self._key = key
         return self._value
 
-    def configurations(self, qa: Array) -> Array:
-        """Closed configurations (N, n) of independent values ``qa`` (N, m), NaN where
-        the closure cannot be followed."""
+    def configurations(self, qa: Array, knot: np.ndarray | None = None) -> Array:
+        """Closed configurations (N, n) of independent values ``qa`` (N, m) at knots
+        ``knot`` (N,) (by default row r is knot r mod K, or the last knot for fewer rows
+        than knots), NaN where the closure cannot be followed."""
         N, K = len(qa), self.knots
-        knot = np.arange(N) % K if N % K == 0 else np.full(N, K - 1)
+        remember = knot is None and N == K  # an evaluation of all knots
+        if knot is None:
+            knot = np.arange(N) % K if N % K == 0 else np.full(N, K - 1)
         stored = np.stack(self.memory)[:, knot]  # (M, N, n)
         distance = np.abs(stored[:, :, self.model.active] - qa).max(axis=2)
         guess = stored[np.argmin(distance, axis=0), np.arange(N)]
@@ -93,7 +96,7 @@ class ClosedStates:
             q, _ = closed_configurations(self.model, qa, guess)
         except WorkbenchError:
             q = self._one_by_one(qa, guess)
-        if N == K:
+        if remember:
             self.memory = [np.where(np.isfinite(q), q, guess), *self.memory][:MEMORY]
         return q
 
@@ -109,7 +112,13 @@ class ClosedStates:
     def _closed(self, x: Array, jacobian: bool) -> tuple:
         m, n = self.m, self.model.n
         qa, dqa, ddqa = x[:, :m], x[:, m : 2 * m], x[:, 2 * m :]
-        q = self.configurations(qa)
+        if len(qa) > self.knots:  # the bridge's stacked perturbations: row r at knot r mod K
+            # those of the rates repeat the knots' values: each value is closed once
+            _, first, where = np.unique(qa, axis=0, return_index=True, return_inverse=True)
+            knot = np.arange(len(qa)) % self.knots
+            q = self.configurations(qa[first], knot[first])[where.ravel()]
+        else:
+            q = self.configurations(qa)
         bad = ~np.isfinite(q).all(axis=1)
         q[bad] = self.memory[0][0]  # any closed configuration: the rows are NaN below
         X, D = self._levels(q, dqa, ddqa, jacobian)
@@ -197,6 +206,7 @@ def independent_callbacks(
     limited = np.concatenate([tree.lower, tree.upper, tree.velocity_limit])
     if np.isfinite(limited.reshape(3, n)[:, model.passive]).any():
         functions["passive"] = BatchedCallback(
-            "passive", passive, knots, 3 * m, 2 * len(model.passive), quadratic_inputs=rates
-        )
+            "passive", passive, knots, 3 * m, 2 * len(model.passive),
+            affine_inputs=accelerations, quadratic_inputs=rates,
+        )  # fmt: skip
     return functions
