@@ -74,7 +74,8 @@ class ClosedStates:
         self._value: tuple = ()
 
     def __call__(self, x: Array, jacobian: bool) -> tuple[Array, Array | None]:
-        """(X (N, 3 n), dX/dx (N, 3 n, 3 m) or None)."""
+        """(X (N, 3 n), the passive rows' dX_p/dx (N, 3 p, 3 m) or None); the rows of the
+        independent coordinates in X (``columns``) are x itself."""
         key = x.tobytes() + bytes([jacobian])
         if key != self._key:
             self._value = self._closed(x, jacobian)
@@ -110,7 +111,7 @@ class ClosedStates:
         return q
 
     def _closed(self, x: Array, jacobian: bool) -> tuple:
-        m, n = self.m, self.model.n
+        m = self.m
         qa, dqa, ddqa = x[:, :m], x[:, m : 2 * m], x[:, 2 * m :]
         if len(qa) > self.knots:  # the bridge's stacked perturbations: row r at knot r mod K
             # those of the rates repeat the knots' values: each value is closed once
@@ -125,12 +126,9 @@ class ClosedStates:
         X[bad] = np.nan
         if not jacobian:
             return X, None
-        D_p = D[:, :, self.passive]
-        dX = np.zeros((len(x), 3 * n, 3 * m))
-        dX[:, self.columns, np.arange(3 * m)] = 1.0
-        dX[:, self.passive] = -np.linalg.solve(D_p, D[:, :, self.columns])
-        dX[bad] = np.nan
-        return X, dX
+        dX_p = _passive_derivatives(D[:, :, self.passive], D[:, :, self.columns])
+        dX_p[bad] = np.nan
+        return X, dX_p
 
     def _levels(self, q: Array, dqa: Array, ddqa: Array, jacobian: bool) -> tuple:
         closures = Closures(self.model, q)
@@ -150,6 +148,20 @@ class ClosedStates:
         return X, D
 
 
+def _passive_derivatives(D_p: Array, D_a: Array) -> Array:
+    """``dX_p/dx = -D_p^-1 D_a`` (N, 3 p, 3 m) by block forward substitution: D_p (N, 3 p,
+    3 p) is block lower-triangular by level with K_p on each diagonal block (three solves of
+    size p instead of one of size 3 p)."""
+    p = D_p.shape[1] // 3
+    K_p = D_p[:, :p, :p]
+    out = np.empty(D_a.shape)
+    for level in range(3):
+        rows = slice(level * p, (level + 1) * p)
+        rhs = D_a[:, rows] + D_p[:, rows, : level * p] @ out[:, : level * p]
+        out[:, rows] = -np.linalg.solve(K_p, rhs)
+    return out
+
+
 def independent_callbacks(
     model: ClosedChain, knots: int, rows: np.ndarray, q_start: Array, design=None
 ) -> dict[str, BatchedCallback]:
@@ -161,7 +173,7 @@ def independent_callbacks(
     phi_size = 10 * n
 
     def torque(x, P, jacobian):
-        X, dX = states(x, jacobian)
+        X, dX_p = states(x, jacobian)
         good = np.isfinite(X).all(axis=1)
         q, dq, ddq = X[good, :n], X[good, n : 2 * n], X[good, 2 * n :]
         chain = model if design is None else model.with_inertias(matrix_from_phi(P.reshape(n, 10)))
@@ -170,16 +182,17 @@ def independent_callbacks(
         out[0][good] = d.tau
         if jacobian:
             out.append(np.full((len(x), m, 3 * m), np.nan))
-            out[1][good] = np.concatenate([d.dtau_dq, d.dtau_dv, d.dtau_da], axis=-1) @ dX[good]
+            D = np.concatenate([d.dtau_dq, d.dtau_dv, d.dtau_da], axis=-1)
+            out[1][good] = D[:, :, states.columns] + D[:, :, states.passive] @ dX_p[good]
             if design is not None:
                 out.append(np.full((len(x), m, phi_size), np.nan))
                 out[2][good] = coordinate_regressor(chain, q, dq, ddq)
         return tuple(out)
 
     def passive(x, _P, jacobian):
-        X, dX = states(x, jacobian)
-        rows = np.concatenate([model.passive, model.passive + n])
-        return (X[:, rows], dX[:, rows]) if jacobian else (X[:, rows],)
+        X, dX_p = states(x, jacobian)
+        rows = np.concatenate([model.passive, model.passive + n])  # dX_p's first 2 p rows
+        return (X[:, rows], dX_p[:, : len(rows)]) if jacobian else (X[:, rows],)
 
     def task_vector(qa, _P, jacobian):
         q = states.configurations(qa)
