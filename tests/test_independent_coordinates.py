@@ -43,10 +43,17 @@ def case(request):
     return name, chain, x, independent_callbacks(chain, KNOTS, rows, chain.home)
 
 
-def test_closed_states_close_the_loops_in_pinocchio(case):
+@pytest.mark.parametrize("stacked", [False, True])
+def test_closed_states_close_the_loops_in_pinocchio(case, stacked):
+    """``stacked``: the knots twice, the second time with other rates, as the bridge's
+    perturbations of the rates stack them (each value is closed once for both)."""
     name, chain, x, functions = case
-    X, _ = functions["states"](x, False)
     n, m = chain.n, len(chain.active)
+    if stacked:
+        other = x.copy()
+        other[:, m:] = np.random.default_rng(4).standard_normal((len(x), 2 * m))
+        x = np.concatenate([x, other])
+    X, _ = functions["states"](x, False)
     for level in range(3):
         assert np.array_equal(X[:, chain.active + level * n], x[:, level * m : (level + 1) * m])
     model = pin.buildModelFromUrdf(str(FOLDERS / name / "robot.urdf"))
