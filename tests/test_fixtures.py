@@ -254,9 +254,9 @@ unit = "mm"
 
 def write_description(tmp_path, iiwa, **keys) -> tuple:
     keys = {"frame": iiwa.tool_name, "second": "point", "marker": "ball", "value": 1,
-            "other": "table"} | keys  # fmt: skip
+            "other": "table", "last": 1} | keys  # fmt: skip
     q = np.random.default_rng(0).normal(scale=0.3, size=(6, 7))
-    rows = np.hstack([[[0], [0], [0], [1], [1], [2]], q])
+    rows = np.hstack([[[0], [0], [0], [1], [1], [keys["last"]]], q])
     header = "socket," + ",".join(f"a{i}" for i in range(1, 8))
     np.savetxt(tmp_path / "log.csv", rows, delimiter=",", header=header, comments="")
     path = tmp_path / "log.toml"
@@ -269,7 +269,7 @@ def test_a_description_with_fixtures_reads_as_described(iiwa, tmp_path):
     log = wb.calibration.read_log(path, iiwa)
     assert [f.name for f in log.fixtures] == ["socket_0", "table"]
     assert log.fixtures[0].rows.tolist() == [True, True, True, False, False, False]
-    assert log.fixtures[1].rows.tolist() == [False, False, False, True, True, False]
+    assert log.fixtures[1].rows.tolist() == [False, False, False, True, True, True]
     assert log.distances[0].between == ("socket_0", "table")
     assert log.distances[0].value == pytest.approx(0.05)
     assert log.markers[0].position is None and log.markers[0].rotation is None
@@ -285,6 +285,7 @@ def test_a_description_with_fixtures_reads_as_described(iiwa, tmp_path):
         ({"other": "socket_0"}, "names one fixture twice"),
         ({"second": "cylinder"}, "must be one of"),
         ({"frame": "nowhere"}, "unknown frame"),
+        ({"last": 2}, "line 7 (socket = 2) rests in no fixture"),  # no measured marker
     ],
 )
 def test_bad_fixtures_are_refused_naming_them(iiwa, tmp_path, keys, message):

@@ -18,11 +18,16 @@ import pinocchio as pin
 import pytest
 
 from workbench import models
+from workbench.calibration.checks.geometry_plausibility import (
+    ANGLE_CHANGE,
+    LENGTH_CHANGE,
+    joint_pairs,
+)
 from workbench.calibration.problems.kinematic_problem import Candidate, KinematicCalibrationProblem
 from workbench.calibration.problems.problem import Options
 from workbench.calibration.reporting.exact_urdf import calibrated_urdf
 from workbench.calibration.run import Request, run_calibration
-from workbench.errors import WorkbenchWarning
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.recordings.log_files import read_log
 from workbench.recordings.recording import described_joints
 
@@ -104,3 +109,62 @@ def test_heldout_tool_positions_beat_the_nominal(robot, tmp_path):
     assert spread <= nominal_spread
     assert distance <= nominal_distance or robot == "dinova_1"  # MUKCa's own is worse there
     assert distance <= bench.MUKCA[robot][1] * 1e-3 + 1e-4
+
+
+def degraded_copy(tmp_path: Path, robot: str, position: str, *, distance: str | None = None,
+                  negate: str | None = None) -> Path:  # fmt: skip
+    """A copy of a shipped socket log with its distance line replaced or one joint column
+    negated (a wrong sign in the logging code)."""
+    source = bench.MODELS / robot / f"{position}.toml"
+    text = source.read_text()
+    if distance is not None:
+        text = text.replace('value = 0.05\nunit = "m"', distance)
+    table = (bench.MODELS / robot / f"{position}.csv").read_text().splitlines()
+    if negate is not None:
+        k = table[0].split(",").index(negate)
+        rows = [line.split(",") for line in table[1:]]
+        for row in rows:
+            row[k] = repr(-float(row[k]))
+        table = [table[0], *(",".join(row) for row in rows)]
+    (tmp_path / f"{position}.csv").write_text("\n".join(table) + "\n")
+    path = tmp_path / f"{position}.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("distance", "cause"),
+    [('value = 50\nunit = "m"', "millimetres given as metres"),
+     ('value = 0.05\nunit = "mm"', "metres given as millimetres")],
+)  # fmt: skip
+def test_a_socket_distance_in_the_wrong_unit_is_refused(tmp_path, distance, cause):
+    """A unit slip in the known distance fitted links moved by metres (exit 0 before): the
+    nominal model's own socket distance (about 50 mm) tells it before any fit."""
+    log = degraded_copy(tmp_path, "kuka_14", "front", distance=distance)
+    assert distance in log.read_text()
+    urdf = str(bench.MODELS / "urdf" / bench.ROBOTS["kuka_14"])
+    chain = models.load(urdf, joints=described_joints(log)[0])
+    with pytest.raises(WorkbenchError, match=f"distances\\[0\\] between 'socket_0' and "
+                       f"'socket_1' .* times as far; {cause}"):  # fmt: skip
+        read_log(log, chain)
+
+
+def test_a_joint_logged_with_the_wrong_sign_makes_an_implausible_fit(tmp_path):
+    """One joint column negated still fits (to links moved by decimetres): the run exits 1
+    naming the joints whose geometry moved, results written for inspection; the shipped
+    log's own calibration moves no joint by a tenth of those bounds."""
+    urdf = str(bench.MODELS / "urdf" / bench.ROBOTS["kuka_14"])
+    outcomes = {}
+    for name, negate in (("shipped", None), ("flipped", "joint_a4")):
+        folder = tmp_path / name
+        folder.mkdir()
+        log = degraded_copy(folder, "kuka_14", "front", negate=negate)
+        outcomes[name] = run_calibration(Request(urdf, str(log), "kinematic"))
+    assert outcomes["shipped"].untrusted == []
+    pairs = joint_pairs(outcomes["shipped"].report.chain)
+    nominal = joint_pairs(models.load(urdf, joints=described_joints(log)[0]))
+    for name, (length, angle) in pairs.items():
+        assert abs(length - nominal[name][0]) < LENGTH_CHANGE / 10
+        assert abs(angle - nominal[name][1]) < ANGLE_CHANGE / 10
+    reasons = outcomes["flipped"].untrusted
+    assert len(reasons) == 1 and "moves joints by more than 50 mm or 5 deg" in reasons[0]

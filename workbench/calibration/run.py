@@ -37,6 +37,7 @@ from pathlib import Path
 from workbench import closed_chains, models
 from workbench.calibration.checks.effort_units import compare_efforts, effort_summary
 from workbench.calibration.checks.fit_plausibility import Diagnosis, diagnose
+from workbench.calibration.checks.geometry_plausibility import compare_geometry
 from workbench.calibration.checks.link_plausibility import compare_links
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
 from workbench.calibration.fitting.closed_chain import require_motor_coordinates
@@ -45,6 +46,7 @@ from workbench.calibration.problems.kinds import KINDS, kind
 from workbench.calibration.problems.problem import Options
 from workbench.calibration.reporting.joint_figures import per_joint_figures
 from workbench.calibration.selection.validation import EndSplit, Folds
+from workbench.chain import Chain
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.identification.drives import (
     DEFAULT_TERMS,
@@ -245,6 +247,8 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     )  # fmt: skip
     report = calibrate(chain, request.kind, log, validation, options)
     diagnoses = []
+    if request.kind == "kinematic" and isinstance(report.chain, Chain):
+        diagnoses = compare_geometry(chain, report.chain)
     if not large and spec.requires == ("tau",) and log_chain is chain:
         diagnoses = diagnose(log, chain, report.chain, nominal)
         checked = effort_summary(compare_efforts(log, chain, nominal))

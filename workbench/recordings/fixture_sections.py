@@ -46,6 +46,7 @@ def read_fixtures(
     distances of a description; every unmeasured marker must rest in some fixture."""
     names = {m.name: m for m in markers}
     fixtures: list[Fixture] = []
+    declared: list[tuple[str, float]] = []  # each fixture's (column, value)
     for section in top.sections("fixtures"):
         name = section.string("name")
         if any(f.name == name for f in fixtures):
@@ -71,8 +72,11 @@ def read_fixtures(
                 f"{value:g}"
             )
         fixtures.append(Fixture(name, kind, marker, rows))
+        declared.append((column, value))
         section.done()
     _check_overlap(fixtures, top)
+    if fixtures and all(m.position is None and m.rotation is None for m in markers):
+        _check_resting(fixtures, declared, table)
     used = {f.marker for f in fixtures}
     for m in markers:
         if m.position is None and m.rotation is None and m.name not in used:
@@ -101,6 +105,28 @@ def read_fixtures(
         distances.append(Distance(tuple(between), section.number("value", positive=True) * scale))
         section.done()
     return tuple(fixtures), tuple(distances)
+
+
+def _check_resting(
+    fixtures: list[Fixture], declared: list[tuple[str, float]], table: Table
+) -> None:
+    """With no measured marker, a row that rests in no fixture carries nothing: refused (a
+    fixture value mistyped in the file, or a fixture missing from the description)."""
+    resting = np.logical_or.reduce([f.rows for f in fixtures])
+    if resting.all():
+        return
+    row = int(np.flatnonzero(~resting)[0])
+    cells = ", ".join(
+        f"{column} = {table.values[row, table.index(column)]:g}"
+        for column in dict.fromkeys(column for column, _ in declared)
+    )
+    pairs = zip(fixtures, declared, strict=True)
+    values = ", ".join(f"{f.name}: {column} = {value:g}" for f, (column, value) in pairs)
+    raise WorkbenchError(
+        f"{table.where(row)} ({cells}) rests in no fixture ({values}) and no marker is "
+        f"measured, so it carries nothing ({int((~resting).sum())} of {resting.size} rows rest "
+        "in none): correct its value or add its [[fixtures]] entry"
+    )
 
 
 def _check_overlap(fixtures: list[Fixture], top: Section) -> None:

@@ -27,6 +27,13 @@ still be usable) naming the column and the likely cause:
   error naming millimetres (ratio near 1000), or joint positions in degrees
   or the wrong marker frame (ratio below 0.1). Frames that the logged motion
   moves less than 5 mm (RMS) are not compared;
+* a known distance between two point fixtures (``[[distances]]``) more than
+  ``_DISTANCE_RATIO`` times, or less than a ``_DISTANCE_RATIO``-th of, the
+  distance between the centroids of the two fixtures' marker origins that the
+  nominal model predicts from the logged q: an error naming millimetres read
+  as metres or the reverse (ratio near 1000 or 1/1000) or another cause
+  (a unit slip calibrates to links moved by metres; the nominal Panda of the
+  MUKCa sockets puts them 49 mm apart for the 50 mm of the tool);
 * measured marker orientations in the base frame more than 0.25 rad (median)
   from the nominal model's that a likely mistake (quaternion columns in the
   other order, qw and qx swapped) brings within 0.25 rad: an error naming it;
@@ -71,6 +78,7 @@ _REACH_FACTOR = 20.0
 _SPREAD_RATIO = 10.0  # measured against modelled marker spread, either way
 _MIN_SPREAD = 0.005  # m: frames that move less are not compared
 _SPREAD_SAMPLES = 2000  # at most this many samples enter the comparison
+_DISTANCE_RATIO = 10.0  # a known fixture distance against the nominal model's, either way
 _TURN_MISMATCH = 0.25  # rad: median gap between measured and nominal orientations
 # reinterpretations of a measured quaternion (x, y, z, w as read): the likely mistakes
 _QUATERNION_MISTAKES = (
@@ -121,6 +129,7 @@ def check_log(log: Log, chain: Chain, channels: bool = True, describable: bool =
         )
     _check_marker_spread(log, chain)
     _check_marker_scale(log, chain)
+    _check_distances(log, chain)
     _check_marker_rotation(log, chain)
 
 
@@ -358,6 +367,45 @@ def _check_marker_scale(log: Log, chain: Chain) -> None:
             f"{source}: positions of marker '{marker.name}' spread over {measured:.4g} m (RMS "
             f"about their mean) while the model moves frame '{frame}' over {modelled:.4g} m "
             f"along the logged joint positions, {ratio:.3g} times as far; {cause}"
+        )
+
+
+def _check_distances(log: Log, chain: Chain) -> None:
+    """Compare each known fixture distance with the nominal model's (module docstring)."""
+    fixtures = {f.name: f for f in log.fixtures}
+    frames = {m.name: m.frame or chain.tool_name for m in log.markers}
+    for k, distance in enumerate(log.distances):
+        centroids = []
+        for name in distance.between:
+            fixture = fixtures[name]
+            frame = frames[fixture.marker]
+            carrier = replace(
+                chain, tool_parent=chain.parent_of(frame), tool_frame=chain.placement_of(frame)
+            )
+            q = log.q[fixture.rows]
+            q = q[np.all(np.isfinite(q), axis=1)]
+            if len(q) == 0:
+                break
+            centroids.append(forward_kinematics(carrier, q)[:, :3, 3].mean(axis=0))
+        if len(centroids) < 2:
+            continue
+        modelled = float(np.linalg.norm(centroids[0] - centroids[1]))
+        if modelled < _MIN_SPREAD:
+            continue  # the model cannot tell the two points apart
+        ratio = distance.value / modelled
+        if 1 / _DISTANCE_RATIO <= ratio <= _DISTANCE_RATIO:
+            continue
+        if 300 <= ratio <= 3000:
+            cause = "millimetres given as metres?"
+        elif 1 / 3000 <= ratio <= 1 / 300:
+            cause = "metres given as millimetres?"
+        else:
+            cause = "a wrong unit, or a fixture column that does not say which fixture?"
+        a, b = distance.between
+        raise WorkbenchError(
+            f"{log.source}: distances[{k}] between '{a}' and '{b}' is {distance.value:.4g} m while "
+            f"the nominal model puts their marker origins {modelled:.4g} m apart (centroids "
+            f"over the logged joint positions), {ratio:.3g} times as far; {cause}"
         )
 
 
