@@ -506,3 +506,36 @@ def test_report_page_escapes_and_embeds_an_animation():
     page = report_page("<b>", [("a & b", 1.0)], animation='<script>x="1"</script>')
     assert "<h1>&lt;b&gt;</h1>" in page and "a &amp; b" in page
     assert 'srcdoc="&lt;script&gt;x=&quot;1&quot;&lt;/script&gt;"' in page
+
+
+SETTLED_WRITER = """
+import sys, time
+from workbench.io import raise_on_sigterm, results_directory, settle_on_publish
+raise_on_sigterm()
+settle_on_publish()
+try:
+    with results_directory(sys.argv[1]) as stage:
+        (stage / "summary.json").write_text("complete")
+    print("published", flush=True)
+    time.sleep(3)  # the command's summary line and exit
+except KeyboardInterrupt as exc:
+    print(type(exc).__name__, flush=True)
+    sys.exit(130)
+"""
+
+
+def test_an_interrupt_after_publishing_leaves_the_run_successful(tmp_path):
+    """Ctrl-C or SIGTERM in the last moments of a command, after its results directory is
+    published, ended it with 130 (sometimes with no message) although its results had
+    replaced the previous ones: once published they are final and the command exits 0."""
+    import signal
+    import subprocess
+
+    out = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, "-c", SETTLED_WRITER, str(out)],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout.readline().strip() == "published"
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0 and proc.stdout.read() == ""
+    assert (out / "summary.json").read_text() == "complete"

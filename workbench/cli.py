@@ -6,7 +6,9 @@ dispatches. A :class:`~workbench.errors.WorkbenchError` becomes one line on
 stderr and exit code 2 (an :class:`~workbench.errors.ImplausibleFit`, a
 calibration of a log the model contradicts: exit code 1); Ctrl-C ends with
 "interrupted" and exit code 130, SIGTERM with "terminated" and 143, both
-after the clean-up of half-written files (:mod:`workbench.io`); a closed
+after the clean-up of half-written files (:mod:`workbench.io`), and both ignored once
+the command has published its results directory (what is left is its summary line and
+exit: the results are final; :func:`workbench.io.settle_on_publish`); a closed
 pipe (``workbench info iiwa | head``) ends quietly with 141, as for other
 command-line tools; running out of memory is one line and exit code 2
 (sizes known in advance are refused before allocation,
@@ -22,7 +24,7 @@ import sys
 
 from workbench import __version__
 from workbench.errors import ImplausibleFit, WorkbenchError
-from workbench.io import Terminated, raise_on_sigterm
+from workbench.io import Terminated, raise_on_sigterm, settle_on_publish
 
 COMMANDS = {
     "reach": "workbench.commands.reach",
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     raise_on_sigterm()
+    if argv is None:  # this process is the command: its published results are final
+        settle_on_publish()
     try:
         if args.command in COMPILING and not getattr(args, "quiet", False):
             from workbench.runtime import announce_first_compile

@@ -26,6 +26,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -217,6 +218,18 @@ def raise_on_sigterm() -> None:
     signal.signal(signal.SIGINT, _raise_interrupted)
 
 
+_settled_on_publish: list[bool] = []  # set by settle_on_publish
+
+
+def settle_on_publish() -> None:
+    """Ignore Ctrl-C and SIGTERM from the moment a results directory is published
+    (:func:`results_directory`): what is left of the process is reporting and exiting, and
+    an interrupt then reported a run as interrupted whose results had replaced the previous
+    ones; the command line does this (a library caller that publishes many directories
+    does not)."""
+    _settled_on_publish.append(True)
+
+
 def interrupts_received() -> int:
     """How many SIGTERM and Ctrl-C the handlers of :func:`raise_on_sigterm` have raised."""
     return len(_received)
@@ -251,7 +264,8 @@ def results_directory(out: str | os.PathLike) -> Iterator[Path]:
     write, and gets each new file by an atomic rename. When the block raises (an error, Ctrl-C or
     SIGTERM) the staging directory is deleted and ``out`` is left exactly as
     it was. Stale staging directories of dead processes beside ``out`` are
-    removed first.
+    removed first. After :func:`settle_on_publish`, a published directory is final: the
+    process ignores Ctrl-C and SIGTERM from then on.
     """
     out = Path(os.path.abspath(check_output_directory(out)))  # "." has no name to stage beside
     try:
@@ -265,6 +279,9 @@ def results_directory(out: str | os.PathLike) -> Iterator[Path]:
     try:
         yield stage
         _publish(stage, out)
+        if _settled_on_publish and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
