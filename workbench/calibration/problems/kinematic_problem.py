@@ -219,11 +219,18 @@ class KinematicCalibrationProblem(SampleBlocks):
         for f in self.problem.fixtures:
             seen, need = int(np.count_nonzero(f.rows[rows])), 1 if f.kind == "point" else 3
             if seen < need:
+                total = int(np.count_nonzero(f.rows))
+                remedy = (
+                    f"a {f.kind} fixture needs more than {need} samples to keep {need} for "
+                    "training while some are held out: log more of them"
+                    if total <= need
+                    else "log it throughout the recording, or shuffle the folds ([validation] "
+                    "shuffle = true) or hold out less"
+                )
                 raise WorkbenchError(
-                    f"fixture {f.name!r} has {seen} of its {int(np.count_nonzero(f.rows))} "
+                    f"{self.problem.source}: fixture {f.name!r} has {seen} of its {total} "
                     f"samples among the training samples of a validation fold, too few to place "
-                    f"its {f.kind}: log it throughout the recording, or shuffle the folds "
-                    "([validation] shuffle = true) or hold out less"
+                    f"its {f.kind}: {remedy}"
                 )
 
     def baseline(self, rows: np.ndarray | None):
