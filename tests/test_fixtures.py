@@ -316,3 +316,21 @@ def test_the_gauge_with_compliance_is_the_rigid_one(iiwa, scene):
     JPN = JP @ free
     s = np.linalg.svd(JPN, compute_uv=False)
     assert s[-1] > 1e-8 * s[0]
+
+
+def test_a_plane_whose_samples_span_no_plane_is_told():
+    """``plane_span``: the RMS spreads of a plane fixture's points along their two main
+    directions, L / sqrt(12) for points spread evenly over a segment of length L; a plane
+    touched at one spot, or along a line, leaves its normal (partly) free."""
+    from workbench.calibration.fitting.fixtures import PLANE_SPAN, plane_span
+
+    rotation = wb.lie.exp_so3(np.array([0.3, -0.2, 0.5]))
+    s = np.linspace(-0.1, 0.1, 2001)
+    grid = np.stack(np.meshgrid(s[::40], s[::40]), axis=-1).reshape(-1, 2)
+    square = np.column_stack([grid[:, 0], 0.5 * grid[:, 1], np.zeros(len(grid))]) @ rotation.T
+    line = np.column_stack([s, np.zeros_like(s), np.zeros_like(s)]) @ rotation.T
+    assert plane_span(line + 0.3)[0] == pytest.approx(0.2 / np.sqrt(12), rel=1e-3)
+    assert plane_span(line)[1] < 1e-12
+    spans = plane_span(square)
+    assert spans[1] == pytest.approx(0.5 * spans[0]) and spans[1] > PLANE_SPAN
+    assert np.all(plane_span(np.full((5, 3), 0.2)) < 1e-12)

@@ -168,6 +168,17 @@ def scale_steps(kinds: Sequence[str], states: Array) -> Array:
     return out
 
 
+PLANE_SPAN = 0.005  # m: a plane's samples spread less in their second direction span no plane
+
+
+def plane_span(points: Array) -> Array:
+    """RMS spread (2,) in m of points (N, 3) about their centroid along their two largest
+    principal directions: a plane fixture's samples fix its normal only where both exceed
+    :data:`PLANE_SPAN` (on a line they leave one direction of it free, at a point two)."""
+    centred = points - points.mean(axis=0)
+    return np.linalg.svd(centred, compute_uv=False)[:2] / np.sqrt(len(points))
+
+
 def spread(points: Array) -> float:
     """Mean distance (m) of points (N, 3) to their centroid (a point fixture's spread)."""
     return float(np.mean(np.linalg.norm(points - points.mean(axis=0), axis=1)))

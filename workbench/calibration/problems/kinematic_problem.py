@@ -14,6 +14,7 @@ the ``offsets`` and ``compliance`` the ``twists``, of the same ridge); the fit i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,7 +34,7 @@ from workbench.calibration.problems.parameter_figures import eta_entries, relati
 from workbench.calibration.problems.problem import Options, Residuals, SampleBlocks
 from workbench.calibration.selection.ridge_evidence import ridge_by_evidence
 from workbench.chain import Chain
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.eta import twist_covariance
 from workbench.identification.drives import Drives, drive_file_text, stiffness_names
 from workbench.lie import Array
@@ -520,6 +521,7 @@ class KinematicCalibrationProblem(SampleBlocks):
             else:
                 entry |= {"normal": state[:3].tolist(), "offset_m": float(state[3])}
                 entry["rms_m"] = float(np.sqrt(np.mean((points[f] @ state[:3] - state[3]) ** 2)))
+                entry["span_m"] = fx.plane_span(points[f]).tolist()
             entries[fixture.name] = entry
         names = [f.name for f in problem.fixtures]
         distances = []
@@ -536,6 +538,18 @@ class KinematicCalibrationProblem(SampleBlocks):
             )
             if not problem.distances:
                 held.append("the scale (1: no known distance; held like the placement)")
+        for name, entry in entries.items():
+            span = entry.get("span_m", [np.inf, np.inf])
+            if span[1] < fx.PLANE_SPAN:
+                free = 1 if span[0] >= fx.PLANE_SPAN else 2
+                note = (
+                    f"the normal of plane '{name}': its samples span {1e3 * span[0]:.3g} x "
+                    f"{1e3 * span[1]:.3g} mm (RMS), {'a line' if free == 1 else 'a point'}, "
+                    f"not a plane, and leave {free} of the normal's 2 directions free (where "
+                    "the nominal model's errors put them, not the data)"
+                )
+                held.append(note)
+                warnings.warn(f"{problem.source}: {note}", WorkbenchWarning, stacklevel=2)
         return {"fixtures": entries, "distances": distances,
                 "gauge": held or ["none: a measured marker ties the fixtures to the robot"],
                 "frame": "fixture points and planes in the measuring device's frame (the base "
