@@ -95,8 +95,8 @@ def logs(tmp_path_factory, iiwa):
     ("kind", "log", "extra", "message"),
     [
         ("kinematic", "kinematic_short", [], "cannot measure the calibration"),
-        ("kinematic", "kinematic_tiny", [], "too few samples"),
-        ("twist", "dynamic_tiny", [], "too few samples"),
+        ("kinematic", "kinematic_tiny", [], r"kinematic_tiny\.csv: too few samples"),
+        ("twist", "dynamic_tiny", [], r"dynamic_tiny\.csv: too few samples"),
         ("dynamic", "dynamic_short", [], "underdetermined identification"),
         ("dynamic", "dynamic", ["--validation", "0.999"], "underdetermined identification"),
     ],

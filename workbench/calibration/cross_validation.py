@@ -159,7 +159,12 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
     bar.update()
     second = isinstance(validation, Log)  # then the fitted log's own folds choose the model
     scheme = default_validation(log) if second else validation or default_validation(log)
-    folds = problem.folds(scheme)
+    try:
+        folds = problem.folds(scheme)
+    except WorkbenchError as exc:  # the scheme does not know the log it splits
+        if str(exc).startswith(str(log.source)):
+            raise
+        raise WorkbenchError(f"{log.source}: {exc}") from None
     fits = len(problem.candidates) + (problem.nominal_candidate is None)
     bar.total += len(folds) * fits
     bar.set_description(f"{kind_name} calibration: validation fits")
