@@ -27,7 +27,7 @@ from workbench.closed_chains.dynamics import coordinate_forces, forward_dynamics
 from workbench.closed_chains.kinematics import mobility, residual, solve_passive
 from workbench.closed_chains.robot_folder import read_folder
 from workbench.closed_chains.task_space import reach_configuration
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.resources import shipped
 
 FOLDERS = shipped("models") / "parallel_robots"
@@ -239,6 +239,59 @@ def test_yaml_replacements_and_refusals(tmp_path):
         read_folder(tmp_path)
     (tmp_path / "robot.yaml").write_text(base + "type: ['6d', '3d']\n")
     with pytest.raises(WorkbenchError, match="'type' must give one of 6d, 3d per closed_loop"):
+        read_folder(tmp_path)
+
+
+GOOD_YAML = (
+    "closed_loop: [['closedloop1_A', 'closedloop1_B']]\ntype: ['6d']\nname_mot: ['mot1', 'mot2']\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "urdf_edit", "message"),
+    [
+        (GOOD_YAML.encode() + b"# b\xe2ti\n", None, r"robot\.yaml: not UTF-8 text \(byte 0xe2"),
+        (GOOD_YAML + "joint_name: ['free1', 'free1']\njoint_type: ['SPHERICAL', 'FIXED']\n",
+         None, r"'joint_name' names free1 twice"),
+        (GOOD_YAML + "joint_name: [['free1']]\njoint_type: ['SPHERICAL']\n", None,
+         r"'joint_name' must list strings; entry 0 is a list"),
+        (GOOD_YAML + "joint_name: ['free1']\njoint_type: ['UJOINT_XX']\n", None,
+         r"joint_type 'UJOINT_XX' of 'free1'"),
+        (GOOD_YAML.replace("'closedloop1_B'", "'closedloop1_A'"), None,
+         r"closed_loop\[0\] names 'closedloop1_A' twice"),
+        (GOOD_YAML, ("</robot>", "<transmission name=\"t\"><joint name=\"mot1\"/></transmission>"
+                                 "</robot>"), None),
+    ],
+)  # fmt: skip
+def test_bad_folders_are_refused_in_one_line(tmp_path, yaml_text, urdf_edit, message):
+    """Inputs of the collection's kind that raised Python errors or were silently accepted:
+    a Latin-1 byte, a joint replaced twice, a nested entry, a universal joint about one axis
+    twice, a loop closed on one frame. A URDF <transmission> (it names joints too) is read
+    as the robot's joints only."""
+    urdf = (FOLDERS / "5bar_linkage" / "robot.urdf").read_text()
+    if urdf_edit is not None:
+        urdf = urdf.replace(*urdf_edit)
+    (tmp_path / "robot.urdf").write_text(urdf)
+    data = yaml_text if isinstance(yaml_text, bytes) else yaml_text.encode()
+    (tmp_path / "robot.yaml").write_bytes(data)
+    if message is None:
+        with pytest.warns(WorkbenchWarning, match=r"links heavier than 1000 kg: 'sphere'"):
+            chain = read_folder(tmp_path)
+        assert chain.actuated == ("mot1", "mot2")
+        return
+    with pytest.raises(WorkbenchError, match=message):
+        read_folder(tmp_path)
+
+
+def test_limits_with_lower_above_upper_are_refused(tmp_path):
+    text = (FOLDERS / "5bar_linkage" / "robot.urdf").read_text()
+    start = text.index('<joint name="mot1"')
+    limit = text.index("<limit", start)
+    end = text.index("/>", limit)
+    text = text[:limit] + '<limit effort="1" velocity="20" lower="1" upper="-1"' + text[end:]
+    (tmp_path / "robot.urdf").write_text(text)
+    (tmp_path / "robot.yaml").write_text(GOOD_YAML)
+    with pytest.raises(WorkbenchError, match=r"joint 'mot1': <limit> lower = 1 is above upper"):
         read_folder(tmp_path)
 
 

@@ -21,9 +21,10 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from workbench import __version__
-from workbench.errors import ImplausibleFit, WorkbenchError
+from workbench.errors import ImplausibleFit, WorkbenchError, WorkbenchWarning
 from workbench.io import Terminated, raise_on_sigterm, settle_on_publish
 
 COMMANDS = {
@@ -85,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
             from workbench.runtime import announce_first_compile
 
             announce_first_compile()
-        code = int(args.run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings(args.command, warnings.showwarning)
+            code = int(args.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except WorkbenchError as exc:
@@ -108,6 +111,20 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def _one_line_warnings(command: str, default):
+    """A ``warnings.showwarning`` that prints the project's warnings a command does not
+    report itself as one line, ``workbench COMMAND: warning: ...``, and others as ``default``."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, WorkbenchWarning):
+            return default(message, category, filename, lineno, file, line)
+        text = " ".join(str(message).split())
+        print(f"workbench {command}: warning: {text}", file=sys.stderr)
+        return None
+
+    return show
 
 
 def _silence_stdout() -> None:

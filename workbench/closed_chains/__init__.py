@@ -22,6 +22,7 @@ from workbench.closed_chains.closures import ROWS
 from workbench.closed_chains.kinematics import check_assembly
 from workbench.closed_chains.model import TASKS, ClosedChain, Closure
 from workbench.closed_chains.robot_folder import is_robot_folder, read_folder
+from workbench.closed_chains.robot_folder import warn_open_tree as warn_open_tree
 from workbench.config import Section, read_toml
 from workbench.errors import WorkbenchError
 from workbench.exports import exports
@@ -60,6 +61,7 @@ __all__, __getattr__ = exports(
         "Closure",
         "is_closed_chain",
         "is_robot_folder",
+        "warn_open_tree",
         "load",
         "read",
         "read_folder",

@@ -24,7 +24,11 @@ it defines them):
   reads [0, 0]); the efforts onshape-to-robot writes are placeholders: no
   torque limit is read (a reach problem gives them, ``[limits] torque``);
 * meshes are not read (``package:///NAME`` names ``DIR/NAME``; missing ones
-  are never an error);
+  are never an error), nor ``<transmission>`` elements (their ``<joint>``
+  entries name joints too);
+* refused in one line: a robot.yaml that is not UTF-8, a joint replaced twice,
+  a loop closed on one frame, limits with lower above upper; warned of: links
+  heavier than :data:`HEAVY`;
 * no home configuration is given: q = 0 is closed with the smallest move by
   Levenberg-Marquardt on all joints ([Nocedal] §10.3, Marquardt's scaling,
   steps of at most ``MAX_STEP`` projected into the joint limits),
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
@@ -47,7 +52,7 @@ import yaml
 
 from workbench.closed_chains.kinematics import Closures, check_assembly
 from workbench.closed_chains.model import ClosedChain, Closure
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
 from workbench.models.pinocchio_conversion import from_pinocchio
 
@@ -61,12 +66,26 @@ CLOSED = 1e-10
 LM_ITERATIONS = 300
 RESTARTS = 8  # further Levenberg-Marquardt starts when the first stops short
 MAX_STEP = 0.3  # rad or m: the largest joint move of one Levenberg-Marquardt step
+HEAVY = 1000.0  # kg: a link of a legged or parallel mechanism heavier than this is warned of
 
 
 def is_robot_folder(path: str | os.PathLike) -> bool:
     """Whether ``path`` is such a folder (with a robot.yaml) or its robot.yaml."""
     path = Path(path)
     return (path.is_dir() and (path / YAML_NAME).is_file()) or path.name == YAML_NAME
+
+
+def warn_open_tree(path: str | os.PathLike) -> None:
+    """Warn when ``path`` is a folder's robot.urdf given alone: it is read as the open tree,
+    while the robot.yaml beside it closes that tree."""
+    path = Path(path)
+    if path.name == URDF_NAME and (path.parent / YAML_NAME).is_file():
+        warnings.warn(
+            f"{path} is read as an open tree; {path.parent / YAML_NAME} beside it closes it: "
+            f"give {path.parent} or that {YAML_NAME} for the closed chain",
+            WorkbenchWarning,
+            stacklevel=2,
+        )
 
 
 def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain:
@@ -81,7 +100,12 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
         root = ET.parse(urdf).getroot()
     except (OSError, ET.ParseError) as exc:
         raise WorkbenchError(f"{urdf}: {exc}") from None
-    children = {j.get("name"): j.find("child").get("link") for j in root.iter("joint")}
+    children = {}
+    for joint in root.findall("joint"):  # the robot's own: a <transmission> names joints too
+        child = joint.find("child")
+        if child is None or child.get("link") is None:
+            raise WorkbenchError(f"{urdf}: joint '{joint.get('name')}' has no <child link=...>")
+        children[joint.get("name")] = child.get("link")
     unlimited = _replace_joints(root, spec["joint_name"], spec["joint_type"], yaml_path)
     try:
         model = pin.buildModelFromXML(ET.tostring(root, encoding="unicode"))
@@ -92,7 +116,9 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
     try:
         tree = from_pinocchio(model, tool_frame=tool)
     except WorkbenchError as exc:
-        raise WorkbenchError(f"{yaml_path}: {exc}") from None
+        raise WorkbenchError(f"{urdf}: {exc}") from None
+    _check_limits(tree, urdf, unlimited)
+    _warn_heavy_links(tree, urdf)
     free = np.array([name in unlimited for name in tree.joint_names])
     tree = replace(
         tree,
@@ -113,6 +139,11 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
                     f"of {urdf.name}"
                 )
             frames.append(frame)
+        if frames[0] == frames[1]:
+            raise WorkbenchError(
+                f"{yaml_path}: closed_loop[{k}] closes frame '{frames[0]}' on itself ({pair[0]}, "
+                f"{pair[1]}): the loop stays open"
+            )
         closures.append(Closure(f"{pair[0]}-{pair[1]}", KINDS[kind], (frames[0], frames[1])))
     for motor in spec["name_mot"]:
         if motor not in tree.joint_names:
@@ -131,6 +162,33 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
             f"{exc}; robot.yaml's joint_name entries that name no joint of {urdf.name} were "
             f"ignored: {ignored}"
         ) from None
+
+
+def _check_limits(tree, urdf: Path, unlimited: set[str]) -> None:
+    """Refuse a joint whose URDF limits have lower above upper (the MJCF export refuses it too;
+    closing the chain within them would fail with a misleading residual)."""
+    for name, lower, upper in zip(tree.joint_names, tree.lower, tree.upper, strict=True):
+        if name not in unlimited and lower > upper:
+            raise WorkbenchError(
+                f"{urdf}: joint '{name}': <limit> lower = {lower:g} is above upper = {upper:g}"
+            )
+
+
+def _warn_heavy_links(tree, urdf: Path) -> None:
+    """Warn of links heavier than :data:`HEAVY` (upstream's 5bar_linkage has two 'sphere' links
+    of 654,498 kg each: its dynamics, reaches and MJCF export use them as they are, and MuJoCo's
+    simulation of that export diverges within 0.1 s)."""
+    masses = tree.inertias[:, 3, 3]
+    heavy = [f"'{link}' ({m:.4g} kg)" for link, m in zip(tree.link_names, masses, strict=True)
+             if m > HEAVY]  # fmt: skip
+    if heavy:
+        warnings.warn(
+            f"{urdf}: links heavier than {HEAVY:g} kg: {', '.join(heavy)}; a unit slip or a "
+            "placeholder in the CAD export? Dynamics, reaches and exports use these masses as "
+            "they are",
+            WorkbenchWarning,
+            stacklevel=3,
+        )
 
 
 def _ignored_names(names: list, joints: dict) -> str:
@@ -162,7 +220,12 @@ def _default_tool(model: pin.Model, pairs: list, children: dict[str, str]) -> st
 def _spec(yaml_path: Path) -> dict:
     """The robot.yaml's keys, checked (types and lengths), with defaults for the optional."""
     try:
-        raw = yaml.safe_load(yaml_path.read_text())
+        raw = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError(
+            f"{yaml_path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8"
+        ) from None
     except (OSError, yaml.YAMLError) as exc:
         raise WorkbenchError(f"{yaml_path}: {exc}") from None
     if not isinstance(raw, dict):
@@ -190,13 +253,25 @@ def _spec(yaml_path: Path) -> dict:
     spec["type"] = types
     if len(spec["joint_name"]) != len(spec["joint_type"]):
         raise WorkbenchError(f"{yaml_path}: 'joint_name' and 'joint_type' differ in length")
+    for key in ("joint_name", "joint_type"):
+        for k, x in enumerate(spec[key]):
+            if not isinstance(x, str):
+                raise WorkbenchError(
+                    f"{yaml_path}: '{key}' must list strings; entry {k} is a {type(x).__name__}"
+                )
+    twice = sorted({x for x in spec["joint_name"] if spec["joint_name"].count(x) > 1})
+    if twice:
+        raise WorkbenchError(f"{yaml_path}: 'joint_name' names {', '.join(twice)} twice")
+    for k, pair in enumerate(spec["closed_loop"]):
+        if pair[0] == pair[1]:
+            raise WorkbenchError(f"{yaml_path}: closed_loop[{k}] names '{pair[0]}' twice")
     return spec
 
 
 def _replace_joints(root: ET.Element, names: list, kinds: list, where: Path) -> set[str]:
     """Apply the yaml's joint replacements to the URDF tree ``root`` in place; return the
     moving joints without position limits (``<limit>`` without lower/upper, new joints)."""
-    joints = {j.get("name"): j for j in root.iter("joint")}
+    joints = {j.get("name"): j for j in root.findall("joint")}
     unlimited = {
         name for name, j in joints.items()
         if j.get("type") in ("revolute", "prismatic")
@@ -217,12 +292,13 @@ def _replace_joints(root: ET.Element, names: list, kinds: list, where: Path) -> 
             continue
         if kind == "SPHERICAL":
             axes = "XYZ"
-        elif kind.startswith("UJOINT_") and len(kind) == 9 and set(kind[7:]) <= set(AXES):
+        elif (kind.startswith("UJOINT_") and len(kind) == 9 and set(kind[7:]) <= set(AXES)
+              and kind[7] != kind[8]):  # fmt: skip
             axes = kind[7:]
         else:
             raise WorkbenchError(
-                f"{where}: joint_type '{kind}' of '{name}': SPHERICAL, UJOINT_AB (A, B in X, Y, "
-                "Z) or FIXED"
+                f"{where}: joint_type '{kind}' of '{name}': SPHERICAL, UJOINT_AB (A, B two of X, "
+                "Y, Z) or FIXED"
             )
         unlimited.discard(name)
         unlimited.update(_split(root, joint, axes))

@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         urdf = closed.urdf_path
         inputs = [urdf, closed.source]
     else:
+        closed_chains.warn_open_tree(args.model)
         urdf = models.urdf_path(args.model)
         package_dirs = models.package_dirs(args.model)
         inputs = [urdf]

@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         return _bag(args.model, bags.topics(args.model))
     source = Path(args.model)
     folder = closed_chains.is_robot_folder(source)
+    closed_chains.warn_open_tree(source)
     if source.is_dir() and not folder:  # a results folder, read as workbench export reads it
         closure, urdf = source / "calibrated.toml", source / "calibrated.urdf"
         if not urdf.is_file():
