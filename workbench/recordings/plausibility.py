@@ -336,6 +336,14 @@ def _check_marker_spread(log: Log, chain: Chain) -> None:
             )
 
 
+def _frame_poses(chain: Chain, frame: str, q: Array) -> Array:
+    """Poses (N, 4, 4) of the model frame ``frame`` in the base frame at joint positions q."""
+    carrier = replace(
+        chain, tool_parent=chain.parent_of(frame), tool_frame=chain.placement_of(frame)
+    )
+    return forward_kinematics(carrier, q)
+
+
 def _spread(points: Array) -> float:
     """RMS distance of points (N, 3) from their mean: the same in any measurement frame."""
     return float(np.sqrt(np.mean(np.sum((points - points.mean(axis=0)) ** 2, axis=1))))
@@ -348,10 +356,7 @@ def _check_marker_scale(log: Log, chain: Chain) -> None:
         if marker.position is None or len(marker.position) < 3:
             continue
         frame = marker.frame or chain.tool_name
-        carrier = replace(
-            chain, tool_parent=chain.parent_of(frame), tool_frame=chain.placement_of(frame)
-        )
-        modelled = _spread(forward_kinematics(carrier, log.q[rows])[:, :3, 3])
+        modelled = _spread(_frame_poses(chain, frame, log.q[rows])[:, :3, 3])
         measured = _spread(marker.position[rows])
         if modelled < _MIN_SPREAD or measured == 0:
             continue
@@ -379,14 +384,11 @@ def _check_distances(log: Log, chain: Chain) -> None:
         for name in distance.between:
             fixture = fixtures[name]
             frame = frames[fixture.marker]
-            carrier = replace(
-                chain, tool_parent=chain.parent_of(frame), tool_frame=chain.placement_of(frame)
-            )
             q = log.q[fixture.rows]
             q = q[np.all(np.isfinite(q), axis=1)]
             if len(q) == 0:
                 break
-            centroids.append(forward_kinematics(carrier, q)[:, :3, 3].mean(axis=0))
+            centroids.append(_frame_poses(chain, frame, q)[:, :3, 3].mean(axis=0))
         if len(centroids) < 2:
             continue
         modelled = float(np.linalg.norm(centroids[0] - centroids[1]))
@@ -432,10 +434,7 @@ def _check_marker_rotation(log: Log, chain: Chain) -> None:
         if not seen.any():
             continue
         frame = marker.frame or chain.tool_name
-        carrier = replace(
-            chain, tool_parent=chain.parent_of(frame), tool_frame=chain.placement_of(frame)
-        )
-        modelled = forward_kinematics(carrier, log.q[rows[seen]])[:, :3, :3]
+        modelled = _frame_poses(chain, frame, log.q[rows[seen]])[:, :3, :3]
         measured = measured[seen]
         gap = float(np.median(_angles(modelled, measured)))
         if gap <= _TURN_MISMATCH:
