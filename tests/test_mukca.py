@@ -168,3 +168,19 @@ def test_a_joint_logged_with_the_wrong_sign_makes_an_implausible_fit(tmp_path):
         assert abs(angle - nominal[name][1]) < ANGLE_CHANGE / 10
     reasons = outcomes["flipped"].untrusted
     assert len(reasons) == 1 and "moves joints by more than 50 mm or 5 deg" in reasons[0]
+
+
+def test_joint_pairs_are_pinocchios_joint_placements():
+    """The geometry the plausibility check compares, from Pinocchio's joint placements at
+    q = 0: distances between consecutive joint origins and angles between their axes."""
+    urdf = str(bench.MODELS / "urdf" / bench.ROBOTS["kuka_14"])
+    pairs = joint_pairs(models.load(urdf))
+    model = pin.buildModelFromUrdf(urdf)
+    data = model.createData()
+    J = pin.computeJointJacobians(model, data, pin.neutral(model))  # world frame, revolute
+    for j in range(2, model.njoints):
+        parent, child = data.oMi[model.parents[j]], data.oMi[j]
+        axes = [J[3:, model.joints[k].idx_v] for k in (model.parents[j], j)]
+        length = np.linalg.norm(child.translation - parent.translation)
+        angle = np.arccos(np.clip(axes[0] @ axes[1], -1.0, 1.0))
+        assert pairs[model.names[j]] == pytest.approx((length, angle), abs=1e-12)
