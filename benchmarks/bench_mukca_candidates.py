@@ -15,7 +15,9 @@ restarts from a fixed seed; every fold holds out one cluster, so its score
 measures extrapolation to another region of the joint space). It shows
 which fold scores agree with the other tool positions' figures:
 
-    python benchmarks/bench_mukca_candidates.py ROBOT [--clusters 3 5]
+    python benchmarks/bench_mukca_candidates.py ROBOT [--clusters 3 5] [--models DIR]
+
+(``--models DIR``: another folder of data sets, as for ``bench_mukca.py``.)
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ from workbench.recordings.log_files import logged_joints, read_log
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_mukca import DISTANCE, MODELS, ROBOTS, positions  # noqa: E402
+import bench_mukca  # noqa: E402
+from bench_mukca import DISTANCE, positions, urdf_name  # noqa: E402
 
 
 def read(robot: str, position: str):
     """The chain (the log's joints) and the log of one tool position."""
-    urdf = str(MODELS / "urdf" / ROBOTS[robot])
-    path = str(MODELS / robot / f"{position}.toml")
+    urdf = str(bench_mukca.MODELS / "urdf" / urdf_name(robot))
+    path = str(bench_mukca.MODELS / robot / f"{position}.toml")
     joints, locked, held = logged_joints(path, models.movable_joints(urdf))
     chain = models.load(urdf, moving=True, joints=joints, locked=locked, held=held)
     with warnings.catch_warnings():  # the Kinova's joint 6 beyond its URDF limit
@@ -85,9 +88,12 @@ def clusters(q: np.ndarray, k: int, seed: int = 0) -> list[tuple[np.ndarray, np.
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("robot", choices=sorted(ROBOTS))
+    parser.add_argument("robot")
     parser.add_argument("--clusters", type=int, nargs="*", default=[3, 5])
+    parser.add_argument("--models", type=Path, default=bench_mukca.MODELS)
+    parser.add_argument("--schemes", nargs="*", help="only these fold schemes (by their names)")
     options = parser.parse_args()
+    bench_mukca.MODELS = options.models.resolve()
     tools = positions(options.robot)
     logs = {p: read(options.robot, p) for p in tools}
     for train in tools:
@@ -100,6 +106,8 @@ def main() -> None:
             "5 random": problem.folds(Folds(5, True, 0)),
             "leave one out": problem.folds(Folds(-1)),
         } | {f"{k} clusters": clusters(log.q, k) for k in options.clusters}
+        if options.schemes is not None:
+            schemes = {k: v for k, v in schemes.items() if k in options.schemes}
         print(f"{options.robot} {train} ({len(log)} configurations)")
         for c in candidates:
             fit = problem.fit(None, c)

@@ -4,19 +4,23 @@ MUKCa stores ``data/<robot>/<tool position>/hole_{0,1}.csv`` without a header
 (one configuration per row, radians, joints from base to flange). This script
 writes ``<robot>/<tool position>.csv`` (a column ``socket``, 0 or 1, then one
 column per joint) and ``<robot>/<tool position>.toml`` (the fixtures: the ball
-at one point per socket, the sockets 0.05 m apart). Run it from this folder
-with the folder of MUKCa's ``data/`` as argument; the shipped files are its output.
+at one point per socket, the sockets 0.05 m apart). The shipped files are the
+output of ``python make_logs.py MUKCA/data`` run in this folder; other data sets
+of MUKCa's repository (``panda_2``, ``dinova_2``, ...) go elsewhere with
+``python make_logs.py MUKCA/data --out DIR ROBOT ...`` (the joints are those of
+the robot's kind, its name's prefix: ``panda``, ``kuka``, ``dinova``).
 """
 
-import sys
+import argparse
 from pathlib import Path
 
 import numpy as np
 
-ROBOTS = {
-    "panda_1": ("panda.urdf", [f"panda_joint{i}" for i in range(1, 8)]),
-    "kuka_14": ("iiwa14.urdf", [f"joint_a{i}" for i in range(1, 8)]),
-    "dinova_1": ("gen3lite.urdf", [f"joint_{i}" for i in range(1, 7)]),
+ROBOTS = ("panda_1", "kuka_14", "dinova_1")  # the data sets shipped here
+JOINTS = {  # the arm joints from base to flange, by the data set's name prefix
+    "panda": [f"panda_joint{i}" for i in range(1, 8)],
+    "kuka": [f"joint_a{i}" for i in range(1, 8)],
+    "dinova": [f"joint_{i}" for i in range(1, 7)],
 }
 
 DESCRIPTION = """\
@@ -49,10 +53,10 @@ unit = "m"
 """
 
 
-def main(data: Path) -> None:
-    here = Path(__file__).resolve().parent
-    for robot, (_, joints) in ROBOTS.items():
-        (here / robot).mkdir(exist_ok=True)
+def main(data: Path, out: Path, robots: list[str]) -> None:
+    for robot in robots:
+        joints = JOINTS[robot.split("_")[0]]
+        (out / robot).mkdir(parents=True, exist_ok=True)
         for folder in sorted((data / robot).iterdir()):
             rows = [
                 np.hstack([np.full((len(q), 1), s), q])
@@ -61,13 +65,18 @@ def main(data: Path) -> None:
             ]
             header = ",".join(["socket", *joints])
             np.savetxt(
-                here / robot / f"{folder.name}.csv", np.vstack(rows), delimiter=",",
+                out / robot / f"{folder.name}.csv", np.vstack(rows), delimiter=",",
                 header=header, comments="", fmt=["%d", *["%.17g"] * len(joints)],
             )  # fmt: skip
             columns = "\n".join(f'{j} = "{j}"' for j in joints)
             text = DESCRIPTION.format(robot=robot, position=folder.name, columns=columns)
-            (here / robot / f"{folder.name}.toml").write_text(text)
+            (out / robot / f"{folder.name}.toml").write_text(text)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, help="MUKCa's data/ folder")
+    parser.add_argument("robots", nargs="*", default=list(ROBOTS), help="data sets to write")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    arguments = parser.parse_args()
+    main(arguments.data, arguments.out, arguments.robots)
