@@ -37,7 +37,7 @@ import bench_mukca as bench  # noqa: E402
 
 
 def problem_of(robot: str, position: str, tool: str | None = None):
-    urdf = str(bench.MODELS / "urdf" / bench.ROBOTS[robot])
+    urdf = str(bench.MODELS / "urdf" / bench.urdf_name(robot))
     log = bench.MODELS / robot / f"{position}.toml"
     joints, _, _ = described_joints(log)
     chain = models.load(urdf, tool_frame=tool, joints=joints)
@@ -84,7 +84,7 @@ def test_calibrated_urdf_alone_reproduces_the_predictions(robot, position, tool,
 def mean_figures(robot: str, tmp_path: Path) -> np.ndarray:
     """Spread and distance error (m) of the kept calibration and of the nominal model, means
     over the ordered (train, test) pairs, from each calibrated.urdf alone."""
-    urdf = bench.MODELS / "urdf" / bench.ROBOTS[robot]
+    urdf = bench.MODELS / "urdf" / bench.urdf_name(robot)
     tools = bench.positions(robot)
     rows = []
     for train in tools:
@@ -142,7 +142,7 @@ def test_a_socket_distance_in_the_wrong_unit_is_refused(tmp_path, distance, caus
     nominal model's own socket distance (about 50 mm) tells it before any fit."""
     log = degraded_copy(tmp_path, "kuka_14", "front", distance=distance)
     assert distance in log.read_text()
-    urdf = str(bench.MODELS / "urdf" / bench.ROBOTS["kuka_14"])
+    urdf = str(bench.MODELS / "urdf" / bench.urdf_name("kuka_14"))
     chain = models.load(urdf, joints=described_joints(log)[0])
     with pytest.raises(WorkbenchError, match=f"distances\\[0\\] between 'socket_0' and "
                        f"'socket_1' .* times as far; {cause}"):  # fmt: skip
@@ -153,7 +153,7 @@ def test_a_joint_logged_with_the_wrong_sign_makes_an_implausible_fit(tmp_path):
     """One joint column negated still fits (to links moved by decimetres): the run exits 1
     naming the joints whose geometry moved, results written for inspection; the shipped
     log's own calibration moves no joint by a tenth of those bounds."""
-    urdf = str(bench.MODELS / "urdf" / bench.ROBOTS["kuka_14"])
+    urdf = str(bench.MODELS / "urdf" / bench.urdf_name("kuka_14"))
     outcomes = {}
     for name, negate in (("shipped", None), ("flipped", "joint_a4")):
         folder = tmp_path / name
@@ -173,7 +173,7 @@ def test_a_joint_logged_with_the_wrong_sign_makes_an_implausible_fit(tmp_path):
 def test_joint_pairs_are_pinocchios_joint_placements():
     """The geometry the plausibility check compares, from Pinocchio's joint placements at
     q = 0: distances between consecutive joint origins and angles between their axes."""
-    urdf = str(bench.MODELS / "urdf" / bench.ROBOTS["kuka_14"])
+    urdf = str(bench.MODELS / "urdf" / bench.urdf_name("kuka_14"))
     pairs = joint_pairs(models.load(urdf))
     model = pin.buildModelFromUrdf(urdf)
     data = model.createData()
@@ -184,3 +184,31 @@ def test_joint_pairs_are_pinocchios_joint_placements():
         length = np.linalg.norm(child.translation - parent.translation)
         angle = np.arccos(np.clip(axes[0] @ axes[1], -1.0, 1.0))
         assert pairs[model.names[j]] == pytest.approx((length, angle), abs=1e-12)
+
+
+def test_default_folds_hold_out_every_socket():
+    """A socket log without a [validation] scheme is cut into 5 folds within each socket's
+    samples: every sample is held out once, every fold holds out samples of both sockets in
+    one contiguous stretch of each (the log lists socket 0's configurations, then socket 1's:
+    over the whole log, the last 20 % held out only socket 1's last samples). The end split
+    a description can ask for is cut the same way: the last 20 % of each socket's samples."""
+    from workbench.calibration.selection.validation import EndSplit, default_validation
+
+    problem = problem_of("panda_1", "front")
+    socket = np.loadtxt(bench.MODELS / "panda_1" / "front.csv", delimiter=",", skiprows=1)[:, 0]
+    folds = problem.folds(default_validation(read_log(bench.MODELS / "panda_1" / "front.toml",
+                                                      problem.nominal)))  # fmt: skip
+    held = np.concatenate([test for _, test in folds])
+    assert len(folds) == 5
+    assert np.array_equal(np.sort(held), np.arange(socket.size))
+    for train, test in folds:
+        assert np.intersect1d(train, test).size == 0 and train.size + test.size == socket.size
+        for s in (0, 1):
+            rows = test[socket[test] == s]
+            assert rows.size >= np.count_nonzero(socket == s) // 5
+            assert np.array_equal(rows, np.arange(rows[0], rows[-1] + 1))  # contiguous
+    [(_, test)] = problem.folds(EndSplit(0.2))
+    for s in (0, 1):
+        mine = np.flatnonzero(socket == s)
+        last = mine[np.arange(mine.size) >= 0.8 * mine.size]  # the last 20 % of the socket
+        assert np.array_equal(test[socket[test] == s], last)

@@ -109,7 +109,7 @@ def calibrate(
 ) -> CalibrationReport:
     """Calibrate ``chain`` on ``log`` (in memory, or a large log of a kind that accumulates
     one) and validate it (module docstring); ``validation`` default: the log description's
-    scheme, else the last 20 % held out."""
+    scheme, else :func:`~workbench.calibration.selection.validation.default_validation`."""
     options = Options() if options is None else options
     if not isinstance(chain, Chain | ClosedChain):
         raise WorkbenchError(f"calibrate: the model is {type(chain).__name__}, not a Chain")
@@ -200,7 +200,7 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
             frames = {
                 "calibration_log": problem.refitted_frames(
                     f"on the training samples of each fold of the calibration log "
-                    f"({scheme.label}), then on all of it"
+                    f"({problem.label(scheme)}), then on all of it"
                 ),
                 "validation_log": held.refitted_frames(where),
             }

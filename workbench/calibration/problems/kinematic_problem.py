@@ -33,6 +33,7 @@ from workbench.calibration.fitting.solver import identifiable_subspace
 from workbench.calibration.problems.parameter_figures import eta_entries, relative_std
 from workbench.calibration.problems.problem import Options, Residuals, SampleBlocks
 from workbench.calibration.selection.ridge_evidence import ridge_by_evidence
+from workbench.calibration.selection.validation import EndSplit, Folds
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.eta import twist_covariance
@@ -213,6 +214,44 @@ class KinematicCalibrationProblem(SampleBlocks):
         r, J = problem.evaluate(start)
         C = problem.coordinate_jacobian(start, linear) @ S
         return ridge_by_evidence(J @ S, r, C, scale2, start.coordinates)
+
+    def folds(self, scheme: EndSplit | Folds) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``scheme`` applied within each fixture's samples (and within the samples in no
+        fixture), the k-th splits of every group joined: every fold holds out samples of
+        every fixture. A fixture's held-out samples are scored against its point or plane
+        placed by its own training samples; over the whole log, the last 20 % of a log
+        recorded one fixture after the other (MUKCa's sockets) would hold out the last
+        fixture's samples only. Leave-one-out, logs without fixtures and groups too small
+        for the scheme: the scheme over all samples."""
+        groups = self._fixture_groups()
+        if len(groups) < 2 or (isinstance(scheme, Folds) and scheme.k == -1):
+            return super().folds(scheme)
+        try:
+            parts = [scheme.splits(self.times[g]) for g in groups]
+        except WorkbenchError:
+            return super().folds(scheme)
+        if len({len(p) for p in parts}) > 1:
+            return super().folds(scheme)
+        joined = []
+        for split in zip(*parts, strict=True):  # the k-th split of every group
+            train, test = (np.concatenate([g[s[i]] for g, s in zip(groups, split, strict=True)])
+                           for i in (0, 1))  # fmt: skip
+            joined.append((np.sort(train), np.sort(test)))
+        return joined
+
+    def label(self, scheme: EndSplit | Folds) -> str:
+        groups = self._fixture_groups()
+        if len(groups) < 2 or (isinstance(scheme, Folds) and scheme.k == -1):
+            return scheme.label
+        return f"{scheme.label}, within each fixture's samples"
+
+    def _fixture_groups(self) -> list[np.ndarray]:
+        """The rows of each fixture (a row in two fixtures counts in the first), then the rows
+        in none; empty groups left out."""
+        group = np.full(len(self.times), len(self.problem.fixtures))
+        for k, f in reversed(list(enumerate(self.problem.fixtures))):
+            group[np.asarray(f.rows, bool)] = k
+        return [rows for k in np.unique(group) if (rows := np.flatnonzero(group == k)).size]
 
     def _check_fixtures_seen(self, rows: np.ndarray) -> None:
         """Refuse training ``rows`` that hold too few samples of a fixture to place it (a point

@@ -102,10 +102,20 @@ class Folds:
         return out
 
 
+FIXTURE_FOLDS = 5  # folds of a log with fixtures whose description asks for no scheme
+
+
 def default_validation(log: Any) -> EndSplit | Folds:
-    """The scheme a log's description asks for (``log.defaults``), else the last 20 % held out."""
+    """The scheme a log's description asks for (``log.defaults``); else, for a log with
+    fixtures, :data:`FIXTURE_FOLDS` contiguous folds (a kinematic problem cuts them within
+    each fixture's samples), so that every sample is held out once: its few static poses
+    (MUKCa's sockets: 20-35 each) are all scored, not the last 20 % of them (on a Kinova
+    data set, 12 held-out poses preferred the nominal where every other split preferred a
+    calibration by 2-4 times); else the last 20 % held out."""
     if log.defaults.folds:
         return Folds(log.defaults.folds, log.defaults.shuffle, log.defaults.seed)
+    if log.fixtures and not log.defaults.validation:
+        return Folds(FIXTURE_FOLDS, log.defaults.shuffle, log.defaults.seed)
     return EndSplit(log.defaults.validation or 0.2)
 
 
