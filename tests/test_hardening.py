@@ -20,12 +20,11 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.calibration.reporting.report import json_ready
 from workbench.calibration.simulation.simulate import simulate_log
 from workbench.cli import build_parser, main
 from workbench.config import read_toml
 from workbench.dynamics.kinematics import forward_kinematics
-from workbench.io import MANIFEST_SUFFIX, results_directory
+from workbench.io import MANIFEST_SUFFIX, json_ready, json_text, results_directory
 from workbench.models.urdf import load_urdf, write_urdf
 from workbench.recordings import plausibility
 from workbench.recordings.log import Log
@@ -120,6 +119,18 @@ def test_worse_calibration_exits_1_and_writes_valid_json(capsys, tmp_path, logs)
     held = summary["heldout"]
     assert held["calibrated"]["relative_rms"] > held["nominal"]["relative_rms"]
     assert json_ready({"a": [math.nan, np.float64(np.inf), 1.0]}) == {"a": [None, None, 1.0]}
+
+
+def test_a_reach_summary_without_a_simulation_is_strict_json():
+    """A reach whose plan could not be simulated has NaN errors: its summary.json text (the
+    writer's json_text) holds null there, which strict JSON parsers read, not NaN."""
+    from workbench.ocp.problem import ReachResult
+
+    t = np.linspace(0.0, 0.5, 3)
+    result = ReachResult("solved", "ok", t, *np.zeros((4, 3, 2)), 1.0, 7, 0.1, 1e-9, "position")
+    assert math.isnan(result.summary()["final_position_error_m"])
+    summary = json.loads(json_text(result.summary()), parse_constant=_no_constants)
+    assert summary["final_position_error_m"] is None and summary["objective"] == 1.0
 
 
 def _no_constants(name: str):

@@ -14,12 +14,17 @@ after its process id, which the next :func:`results_directory` beside it
 removes once that process is gone. A library that catches the interrupt
 (IPOPT inside a callback) is followed by :func:`reraise_interrupt`, which
 raises it again as the signal it was.
+
+JSON results are written by :func:`json_text`: NaN and infinities (a figure
+that could not be computed) become ``null``, which every JSON parser reads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
+import math
 import os
 import re
 import shutil
@@ -29,6 +34,9 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from workbench.errors import WorkbenchError
 
@@ -74,6 +82,27 @@ def _umask() -> int:
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with NumPy scalars and arrays as numbers and lists, NaN or inf as None (JSON
+    has neither)."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_ready(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON (:func:`json_ready`; two-space indent, a final newline)."""
+    return json.dumps(json_ready(value), indent=2, allow_nan=False) + "\n"
 
 
 def check_output_directory(out: str | os.PathLike, option: str = "--out") -> Path:

@@ -120,7 +120,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _identify(args: argparse.Namespace) -> int:
-    import json
     import time
     from pathlib import Path
 
@@ -139,7 +138,7 @@ def _identify(args: argparse.Namespace) -> int:
     from workbench.errors import WorkbenchError, WorkbenchWarning
     from workbench.identification.consistency import DELTA
     from workbench.identification.drives import read_drive_file, sidecar_path
-    from workbench.io import atomic_write_text, results_directory
+    from workbench.io import atomic_write_text, json_text, results_directory
     from workbench.recordings.log_files import logged_joints, read_log
     from workbench.runtime import set_compile_message
     from workbench.viz.payload_plots import plot_payload_torques
@@ -225,10 +224,10 @@ def _identify(args: argparse.Namespace) -> int:
         ("drive file", summary["drive_file"] or "none"),
     ]  # fmt: skip
     with results_directory(args.out) as stage:
-        atomic_write_text(stage / "payload.json", json.dumps(fields, indent=2) + "\n")
+        atomic_write_text(stage / "payload.json", json_text(fields))
         atomic_write_text(stage / "payload.urdf", urdf_snippet(fit.phi, link))
         atomic_write_text(stage / "payload.toml", payload_table(fit_link.phi, fit_link.link))
-        atomic_write_text(stage / "summary.json", json.dumps(summary, indent=2) + "\n")
+        atomic_write_text(stage / "summary.json", json_text(summary))
         image = plot_payload_torques(
             stage / "torques.png", equations.t, equations.y, fitted, chain.joint_names
         )
@@ -244,7 +243,6 @@ def _identify(args: argparse.Namespace) -> int:
 
 
 def _excite(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     import numpy as np
@@ -279,7 +277,7 @@ def _excite(args: argparse.Namespace) -> int:
         )  # fmt: skip
     from workbench.calibration.fitting.payload import COM_NAMES
     from workbench.excitation.payload import design_payload_excitation, hold_posture
-    from workbench.io import atomic_write_text, results_directory
+    from workbench.io import atomic_write_text, json_text, results_directory
     from workbench.recordings.log import Log
     from workbench.recordings.log_files import write_log  # after the line: 1 s of imports
     from workbench.viz import excitation_plots as plots
@@ -324,7 +322,7 @@ def _excite(args: argparse.Namespace) -> int:
             source="<payload excitation>",
         )  # fmt: skip
         write_log(stage / "trajectory.csv", log)
-        atomic_write_text(stage / "summary.json", json.dumps(summary, indent=2) + "\n")
+        atomic_write_text(stage / "summary.json", json_text(summary))
         lim = limits
         series = {"q": result.q, "dq": result.dq, "ddq": result.ddq, "tau": result.tau}
         lower = {"q": lim.lower, "dq": -lim.velocity, "ddq": -lim.acceleration, "tau": -lim.torque}

@@ -10,7 +10,6 @@ results/log.csv, results/log.truth.urdf and results/log.truth.json.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 HELP = "write a synthetic calibration log (and its ground truth) for trying calibration"
@@ -74,7 +73,7 @@ def truth_stem(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     from workbench import models
     from workbench.calibration.simulation.simulate import drive_truth, simulate_log
-    from workbench.io import atomic_write_text
+    from workbench.io import atomic_write_text, json_text
     from workbench.models.urdf import write_urdf
     from workbench.recordings.log_files import write_log
 
@@ -110,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         "samples": args.samples,
         "seed": args.seed,
     }
-    atomic_write_text(f"{stem}.truth.json", json.dumps(info, indent=2) + "\n")
+    atomic_write_text(f"{stem}.truth.json", json_text(info))
     write_log(out, log)
     print(f"wrote {out} ({args.samples} samples, kind {args.kind}), {stem}.truth.urdf/.json")
     return 0
@@ -137,7 +136,7 @@ def _closed(args: argparse.Namespace, out) -> int:
     )
     from workbench.calibration.problems.kinds import KINDS
     from workbench.errors import WorkbenchError
-    from workbench.io import atomic_write_text
+    from workbench.io import atomic_write_text, json_text
     from workbench.models.urdf import write_urdf
     from workbench.recordings.log_files import write_log
 
@@ -160,7 +159,7 @@ def _closed(args: argparse.Namespace, out) -> int:
         "viscous_friction": viscous.tolist(), "coulomb_friction": coulomb.tolist(),
         "perturb": args.perturb, "noise": args.noise, "samples": args.samples, "seed": args.seed,
     }  # fmt: skip
-    atomic_write_text(f"{stem}.truth.json", json.dumps(info, indent=2) + "\n")
+    atomic_write_text(f"{stem}.truth.json", json_text(info))
     write_log(out, log)
     print(
         f"wrote {out} ({args.samples} samples of the motors {', '.join(model.actuated)}, kind "

@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from workbench.excitation.experiment import ExcitationResult, Prediction
-from workbench.io import atomic_write_text
+from workbench.io import atomic_write_text, json_text
 from workbench.lie import Array
 from workbench.ocp.nlp import SOLVED
 from workbench.recordings.log import Log
@@ -250,8 +249,7 @@ def write_results(stage: Path, result: ExcitationResult, model: str) -> list[Pat
             )
         )  # fmt: skip
     content = summary(result, model)
-    text = json.dumps(content, indent=2, allow_nan=False) + "\n"
-    written.append(atomic_write_text(stage / "summary.json", text))
+    written.append(atomic_write_text(stage / "summary.json", json_text(content)))
     animation = None
     if result.problem.animation:
         animation = animation_html(result, model)

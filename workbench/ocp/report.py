@@ -17,12 +17,12 @@ publishes whole):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from workbench.closed_chains.model import ClosedChain
+from workbench.io import json_text
 from workbench.ocp.problem import ReachProblem, ReachResult
 from workbench.viz import drawing
 from workbench.viz.drawing import Drawing
@@ -41,7 +41,7 @@ def write_results(
 
     summary = {"problem": problem.source, "model": problem.model, **result.summary()}
     summary["objective_unit"] = problem.objective_unit
-    (stage / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (stage / "summary.json").write_text(json_text(summary), encoding="utf-8")
     arrays = {"t": result.t, "q": result.q, "dq": result.dq, "ddq": result.ddq, "tau": result.tau}
     np.savez(stage / "trajectory.npz", **arrays)
     tree = model.tree

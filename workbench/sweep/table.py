@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.io import atomic_write, atomic_write_text
+from workbench.io import atomic_write, atomic_write_text, json_text
 from workbench.sweep.plots import plot_effort_map
 
 RESULT_COLUMNS = ("status", "message", "objective", "iterations", "solve_time_s", "task_time_s")
@@ -132,7 +132,7 @@ def write_outputs(sweep, out: Path, rows: list[dict[str, Any]], outcome) -> None
         },
         "files": ["results.parquet", "results.csv", "effort_map.png", "tasks/<id>/"],
     }
-    atomic_write_text(out / "sweep.json", json.dumps(summary, indent=2) + "\n")
+    atomic_write_text(out / "sweep.json", json_text(summary))
 
 
 def _stats(rows: list[dict[str, Any]]) -> dict[str, float | int | None]:

@@ -39,39 +39,21 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from workbench.calibration.cross_validation import CalibrationReport
 from workbench.calibration.problems.parameter_figures import std_figure
 from workbench.calibration.reporting.joint_figures import summary_line
 from workbench.calibration.selection.term_screening import benefit_rows
-from workbench.io import atomic_write_text
+from workbench.io import atomic_write_text, json_text
 from workbench.viz import drawing
 from workbench.viz.report_page import write_report_page
 
 PLOTTED_SAMPLES = 5_000
 """At most about this many held-out samples (every k-th) are drawn as torque curves."""
-
-
-def json_ready(value: Any) -> Any:
-    """``value`` with NumPy scalars as numbers and NaN or inf as None (JSON has neither)."""
-    if isinstance(value, dict):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_ready(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_ready(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def page_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -245,6 +227,5 @@ def write_report(
         plots,
         warnings=summary["warnings"],
     )
-    text = json.dumps(json_ready(summary), indent=2, allow_nan=False)
-    atomic_write_text(directory / "summary.json", text + "\n")
+    atomic_write_text(directory / "summary.json", json_text(summary))
     return directory
