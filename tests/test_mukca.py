@@ -212,3 +212,25 @@ def test_default_folds_hold_out_every_socket():
         mine = np.flatnonzero(socket == s)
         last = mine[np.arange(mine.size) >= 0.8 * mine.size]  # the last 20 % of the socket
         assert np.array_equal(test[socket[test] == s], last)
+
+
+def test_sockets_too_small_for_the_folds_are_split_as_one_log(tmp_path):
+    """Four poses per socket cannot make 5 folds within each socket: the 5 folds are cut
+    from the whole log, and the label says so (it names no per-fixture cut)."""
+    from workbench.calibration.selection.validation import Folds
+
+    table = (bench.MODELS / "panda_1" / "front.csv").read_text().splitlines()
+    rows = [line for line in table[1:] if line.startswith("0,")][:4]
+    rows += [line for line in table[1:] if line.startswith("1,")][:4]
+    (tmp_path / "front.csv").write_text("\n".join([table[0], *rows]) + "\n")
+    path = tmp_path / "front.toml"
+    path.write_text((bench.MODELS / "panda_1" / "front.toml").read_text())
+    urdf = str(bench.MODELS / "urdf" / "panda.urdf")
+    chain = models.load(urdf, joints=described_joints(path)[0])
+    problem = KinematicCalibrationProblem(chain, read_log(path, chain), Options())
+    folds = problem.folds(Folds(5))
+    assert [test.tolist() for _, test in folds] == [
+        test.tolist() for _, test in Folds(5).splits(np.arange(1.0, 9.0))
+    ]
+    assert problem.label(Folds(5)) == Folds(5).label
+    assert problem.label(Folds(3)).endswith("within each fixture's samples")

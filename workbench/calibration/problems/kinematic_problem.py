@@ -223,27 +223,32 @@ class KinematicCalibrationProblem(SampleBlocks):
         recorded one fixture after the other (MUKCa's sockets) would hold out the last
         fixture's samples only. Leave-one-out, logs without fixtures and groups too small
         for the scheme: the scheme over all samples."""
+        joined = self._within_fixtures(scheme)
+        return super().folds(scheme) if joined is None else joined
+
+    def label(self, scheme: EndSplit | Folds) -> str:
+        if self._within_fixtures(scheme) is None:
+            return scheme.label
+        return f"{scheme.label}, within each fixture's samples"
+
+    def _within_fixtures(self, scheme: EndSplit | Folds) -> list | None:
+        """The folds of :meth:`folds` cut within each fixture's samples; None where they are
+        not (then the scheme splits the whole log)."""
         groups = self._fixture_groups()
         if len(groups) < 2 or (isinstance(scheme, Folds) and scheme.k == -1):
-            return super().folds(scheme)
+            return None
         try:
             parts = [scheme.splits(self.times[g]) for g in groups]
-        except WorkbenchError:
-            return super().folds(scheme)
+        except WorkbenchError:  # a group too small for the scheme
+            return None
         if len({len(p) for p in parts}) > 1:
-            return super().folds(scheme)
+            return None
         joined = []
         for split in zip(*parts, strict=True):  # the k-th split of every group
             train, test = (np.concatenate([g[s[i]] for g, s in zip(groups, split, strict=True)])
                            for i in (0, 1))  # fmt: skip
             joined.append((np.sort(train), np.sort(test)))
         return joined
-
-    def label(self, scheme: EndSplit | Folds) -> str:
-        groups = self._fixture_groups()
-        if len(groups) < 2 or (isinstance(scheme, Folds) and scheme.k == -1):
-            return scheme.label
-        return f"{scheme.label}, within each fixture's samples"
 
     def _fixture_groups(self) -> list[np.ndarray]:
         """The rows of each fixture (a row in two fixtures counts in the first), then the rows
