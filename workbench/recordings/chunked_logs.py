@@ -79,6 +79,7 @@ class ChunkedLog:
     excluded: tuple = ()  # every torque channel enters (no description to exclude one)
     effort_unit: None = None  # efforts in N m (revolute) and N (prismatic)
     scale_from_nominal: tuple = ()
+    fixtures: tuple = ()  # torques only: no marker rests on anything
 
     def torque_channels(self) -> np.ndarray:
         """Every joint's torque equations enter (n,) bool."""
