@@ -146,6 +146,8 @@ def reach_bound(model: ClosedChain) -> ReachBound:
 
 NEAR_STARTS = 4  # random moves of the guess per size tried by reach_configuration ...
 GRID_STARTS = 64  # ... before at most this many points of its grid
+STALL, STALL_STEPS = 1e-2, 5  # a start is given up when its error falls by less than STALL
+# (relative) in STALL_STEPS Gauss-Newton steps
 
 
 def reach_configuration(model: ClosedChain, target: Array, guess: Array | None = None) -> Array:
@@ -200,10 +202,15 @@ def _gauss_newton(
     try:
         q = start if start.shape == (model.n,) else solve_passive(model, start, guess=base)
         q = solve_passive(model, q[model.active], guess=q)
+        best, since = np.inf, 0
         for _ in range(60):
             error = target - task(model, q)[0][0]
-            if np.linalg.norm(error) < 1e-13:
+            size = float(np.linalg.norm(error))
+            if size < 1e-13:
                 break
+            best, since = (size, 0) if size < (1.0 - STALL) * best else (best, since + 1)
+            if since >= STALL_STEPS:  # the least-squares point of a target out of reach
+                return None
             J = reduced_task_jacobian(model, q[None])[0]
             step = np.linalg.lstsq(J, error, rcond=None)[0]
             step /= max(1.0, np.abs(step).max() / 0.2)
