@@ -155,3 +155,18 @@ def test_the_description_asks_for_random_folds(tmp_path):
         description(tmp_path, "fraction = 0.2\nshuffle = true\n")
     with pytest.raises(wb.WorkbenchError, match="seed"):
         description(tmp_path, "folds = 4\nseed = 12\n")
+
+
+@pytest.mark.parametrize(
+    ("validation", "message"),
+    [("fraction = 0\n", r"\[validation\] fraction = 0 must lie strictly between 0 and 1"),
+     ("fraction = 1\n", r"\[validation\] fraction = 1 must lie strictly between 0 and 1"),
+     ("fold = 3\n", r"unknown key\(s\) fold; known: folds, fraction, seed, shuffle")],
+)  # fmt: skip
+def test_a_validation_table_out_of_its_range_or_misspelt_is_named(tmp_path, validation, message):
+    """A fraction of 0 (held nothing out, silently replaced by the default) or 1 (refused
+    without naming the file) and a misspelt key (whose list of known keys left out folds
+    and fraction) are refused naming the description and the key."""
+    with pytest.raises(wb.WorkbenchError, match=message) as caught:
+        description(tmp_path, validation)
+    assert str(tmp_path / "log.toml") in str(caught.value)

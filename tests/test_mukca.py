@@ -214,23 +214,68 @@ def test_default_folds_hold_out_every_socket():
         assert np.array_equal(test[socket[test] == s], last)
 
 
-def test_sockets_too_small_for_the_folds_are_split_as_one_log(tmp_path):
-    """Four poses per socket cannot make 5 folds within each socket: the 5 folds are cut
-    from the whole log, and the label says so (it names no per-fixture cut)."""
+def test_sockets_smaller_than_the_folds_hold_out_one_pose_per_fold(tmp_path):
+    """Four poses per socket and 5 folds: each of the first four folds holds out one pose of
+    each socket (the k-th of each, in their order) and trains on the three others; a
+    socket recorded in two stretches around the other is cut by its order in the log, not
+    by the rows' places (whose bins would leave folds without it)."""
     from workbench.calibration.selection.validation import Folds
 
     table = (bench.MODELS / "panda_1" / "front.csv").read_text().splitlines()
-    rows = [line for line in table[1:] if line.startswith("0,")][:4]
-    rows += [line for line in table[1:] if line.startswith("1,")][:4]
+    zero = [line for line in table[1:] if line.startswith("0,")]
+    one = [line for line in table[1:] if line.startswith("1,")]
+    urdf = str(bench.MODELS / "urdf" / "panda.urdf")
+
+    def problem(rows: list[str]) -> KinematicCalibrationProblem:
+        (tmp_path / "front.csv").write_text("\n".join([table[0], *rows]) + "\n")
+        path = tmp_path / "front.toml"
+        path.write_text((bench.MODELS / "panda_1" / "front.toml").read_text())
+        chain = models.load(urdf, joints=described_joints(path)[0])
+        return KinematicCalibrationProblem(chain, read_log(path, chain), Options())
+
+    small = problem(zero[:4] + one[:4])
+    folds = small.folds(Folds(5))
+    assert [test.tolist() for _, test in folds] == [[k, 4 + k] for k in range(4)]
+    assert small.label(Folds(5)).endswith("within each fixture's samples")
+    split = problem(one[:8] + zero[:10] + one[8:16])  # socket 1, socket 0, socket 1 again
+    socket = np.array([1] * 8 + [0] * 10 + [1] * 8)
+    folds = split.folds(Folds(5))
+    assert len(folds) == 5
+    for _, test in folds:
+        assert set(socket[test]) == {0, 1}
+    ones = np.flatnonzero(socket == 1)  # its 16 samples in their order: 4, 3, 3, 3, 3
+    assert [np.intersect1d(test, ones).size for _, test in folds] == [4, 3, 3, 3, 3]
+
+
+def test_a_second_socket_log_is_scored_on_folds_within_each_socket():
+    """Another tool position as validation log: its sockets' centres are refitted on the
+    training poses of each of its folds, cut within each socket, and the summary says so
+    (it named the scheme without the cut); the calibration beats the nominal there."""
+    urdf = str(bench.MODELS / "urdf" / "panda.urdf")
+    log, other = (str(bench.MODELS / "panda_1" / f"{p}.toml") for p in ("front", "right"))
+    outcome = run_calibration(Request(urdf, log, "kinematic", validation_log=other))
+    held = outcome.report.summary["heldout"]
+    assert "5 contiguous folds, within each fixture's samples, the calibrated" in held["scheme"]
+    refitted = held["frames_refitted"]["validation_log"]["marker_frames"]["ball"]
+    assert "within each fixture's samples" in refitted
+    assert held["calibrated"]["spread_m"] < held["nominal"]["spread_m"]
+
+
+def test_repeated_socket_rows_are_warned_of(tmp_path):
+    """A logger that wrote poses twice: the repeated rows of a socket are named (the first
+    repeat's line and how many of the socket's rows repeat one)."""
+    table = (bench.MODELS / "panda_1" / "front.csv").read_text().splitlines()
+    zero = [line for line in table[1:] if line.startswith("0,")]
+    rows = zero[:5] + zero[:3] + [line for line in table[1:] if not line.startswith("0,")]
     (tmp_path / "front.csv").write_text("\n".join([table[0], *rows]) + "\n")
     path = tmp_path / "front.toml"
     path.write_text((bench.MODELS / "panda_1" / "front.toml").read_text())
-    urdf = str(bench.MODELS / "urdf" / "panda.urdf")
-    chain = models.load(urdf, joints=described_joints(path)[0])
-    problem = KinematicCalibrationProblem(chain, read_log(path, chain), Options())
-    folds = problem.folds(Folds(5))
-    assert [test.tolist() for _, test in folds] == [
-        test.tolist() for _, test in Folds(5).splits(np.arange(1.0, 9.0))
+    chain = models.load(str(bench.MODELS / "urdf" / "panda.urdf"), joints=described_joints(path)[0])
+    with pytest.warns(WorkbenchWarning) as caught:
+        read_log(path, chain)
+    repeated = [str(w.message) for w in caught if "repeats an earlier row" in str(w.message)]
+    assert repeated == [
+        f"{tmp_path / 'front.csv'}: line 7 repeats an earlier row of fixture 'socket_0' exactly "
+        "(3 of its 8 rows do): each repeat counts that pose again, and held out it is scored "
+        "against its own twin; remove the repeated rows"
     ]
-    assert problem.label(Folds(5)) == Folds(5).label
-    assert problem.label(Folds(3)).endswith("within each fixture's samples")

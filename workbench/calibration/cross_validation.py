@@ -195,8 +195,8 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
             after = before  # the nominal kept: the same fits
             if selection.kept is not selection.nominal:
                 after = [held.residuals(held.refit_frames(full, t), b) for t, b in pairs]
-            where = f"on the training samples of each fold of the second log ({own.label})"
-            label += f", {own.label}, the calibrated joints held and its frames refitted"
+            where = f"on the training samples of each fold of the second log ({held.label(own)})"
+            label += f", {held.label(own)}, the calibrated joints held and its frames refitted"
             frames = {
                 "calibration_log": problem.refitted_frames(
                     f"on the training samples of each fold of the calibration log "
@@ -241,7 +241,7 @@ def _calibrate(chain, kind_name, log, validation, options, bar) -> CalibrationRe
     if len(problem.candidates) > 1:
         summary["heldout"]["selection"] = selection.summary(forced is not None)
         if second:
-            summary["heldout"]["selection"]["scheme"] = scheme.label
+            summary["heldout"]["selection"]["scheme"] = problem.label(scheme)
     summary.update(fitted)
     if train_after[0].measured2 is not None:  # efforts: relative to the measurements
         summary["train_relative_rms"] = relative_rms_of(train_after)

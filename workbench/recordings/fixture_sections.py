@@ -28,10 +28,12 @@ share a log.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from workbench.config import Section
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.recordings.log import Distance, Fixture, Marker
 from workbench.recordings.tables import Table
 
@@ -75,6 +77,7 @@ def read_fixtures(
         declared.append((column, value))
         section.done()
     _check_overlap(fixtures, top)
+    _warn_repeated(fixtures, table)
     if fixtures and all(m.position is None and m.rotation is None for m in markers):
         _check_resting(fixtures, declared, table)
     used = {f.marker for f in fixtures}
@@ -105,6 +108,25 @@ def read_fixtures(
         distances.append(Distance(tuple(between), section.number("value", positive=True) * scale))
         section.done()
     return tuple(fixtures), tuple(distances)
+
+
+def _warn_repeated(fixtures: list[Fixture], table: Table) -> None:
+    """Warn of a fixture's rows that repeat one of its earlier rows exactly (a logger that
+    wrote a pose twice): each repeat counts that pose again in the fit, and a repeat held
+    out is scored against its own twin among the training samples."""
+    for f in fixtures:
+        rows = np.flatnonzero(f.rows)
+        _, first = np.unique(table.values[rows], axis=0, return_index=True)
+        if first.size < rows.size:
+            row = int(rows[np.setdiff1d(np.arange(rows.size), first)[0]])
+            warnings.warn(
+                f"{table.where(row)} repeats an earlier row of fixture {f.name!r} exactly "
+                f"({rows.size - first.size} of its {rows.size} rows do): each repeat counts "
+                "that pose again, and held out it is scored against its own twin; remove the "
+                "repeated rows",
+                WorkbenchWarning,
+                stacklevel=2,
+            )
 
 
 def _check_resting(

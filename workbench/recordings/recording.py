@@ -1116,9 +1116,9 @@ def _payload(section: Section, chain: Chain) -> tuple[int, Array] | None:
 
 
 def _defaults(section: Section, terms: list[str] | None) -> Defaults:
-    folds, fraction = 0, None
-    if "folds" in section:
-        raw = section.raw("folds")
+    folds = 0
+    raw = section.raw("folds", None)  # read (registered) even when absent: named as known
+    if raw is not None:
         if raw == "leave-one-out":
             folds = -1
         elif isinstance(raw, str):
@@ -1127,8 +1127,13 @@ def _defaults(section: Section, terms: list[str] | None) -> Defaults:
             )
         else:
             folds = section.integer("folds", minimum=2)
-    if "fraction" in section:
-        fraction = section.number("fraction", minimum=0.0, maximum=1.0)
+    fraction = section.number("fraction", None)
+    if fraction is not None:
+        if not 0.0 < fraction < 1.0:
+            raise WorkbenchError(
+                f"{section.where('fraction')} = {fraction:g} must lie strictly between 0 and 1 "
+                "(the share of the log held out)"
+            )
         if folds:
             raise WorkbenchError(f"{section.where('fraction')}: give folds or fraction, not both")
     shuffle = section.boolean("shuffle", False)

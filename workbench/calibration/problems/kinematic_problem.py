@@ -217,12 +217,13 @@ class KinematicCalibrationProblem(SampleBlocks):
 
     def folds(self, scheme: EndSplit | Folds) -> list[tuple[np.ndarray, np.ndarray]]:
         """``scheme`` applied within each fixture's samples (and within the samples in no
-        fixture), the k-th splits of every group joined: every fold holds out samples of
-        every fixture. A fixture's held-out samples are scored against its point or plane
-        placed by its own training samples; over the whole log, the last 20 % of a log
-        recorded one fixture after the other (MUKCa's sockets) would hold out the last
-        fixture's samples only. Leave-one-out, logs without fixtures and groups too small
-        for the scheme: the scheme over all samples."""
+        fixture), in their order, the k-th held-out parts of every group joined: every fold
+        holds out samples of every fixture. A fixture's held-out samples are scored against
+        its point or plane placed by its own training samples; over the whole log, the last
+        20 % of a log recorded one fixture after the other (MUKCa's sockets) would hold out
+        the last fixture's samples only. A group with fewer samples than folds holds out one
+        sample in each of the first folds, one too small for an end split none. Leave-one-out
+        and logs without fixtures: the scheme over all samples."""
         joined = self._within_fixtures(scheme)
         return super().folds(scheme) if joined is None else joined
 
@@ -237,18 +238,21 @@ class KinematicCalibrationProblem(SampleBlocks):
         groups = self._fixture_groups()
         if len(groups) < 2 or (isinstance(scheme, Folds) and scheme.k == -1):
             return None
-        try:
-            parts = [scheme.splits(self.times[g]) for g in groups]
-        except WorkbenchError:  # a group too small for the scheme
+        fold = np.full(len(self.times), -1)  # the fold holding each sample out (-1: none)
+        for rows in groups:
+            cut = scheme
+            if isinstance(scheme, Folds) and rows.size < scheme.k:
+                cut = Folds(-1)  # one sample in each of the first folds
+            try:
+                splits = cut.splits(np.arange(rows.size, dtype=float))  # by their order
+            except WorkbenchError:  # too few to hold any out: always trained on
+                continue
+            for k, (_, test) in enumerate(splits):
+                fold[rows[test]] = k
+        held = np.unique(fold[fold >= 0])
+        if held.size == 0:
             return None
-        if len({len(p) for p in parts}) > 1:
-            return None
-        joined = []
-        for split in zip(*parts, strict=True):  # the k-th split of every group
-            train, test = (np.concatenate([g[s[i]] for g, s in zip(groups, split, strict=True)])
-                           for i in (0, 1))  # fmt: skip
-            joined.append((np.sort(train), np.sort(test)))
-        return joined
+        return [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in held]
 
     def _fixture_groups(self) -> list[np.ndarray]:
         """The rows of each fixture (a row in two fixtures counts in the first), then the rows
