@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import WorkbenchError
-from workbench.io import atomic_write, atomic_write_text, check_output_directory
+from workbench.io import atomic_write, atomic_write_text, check_output_directory, json_ready
 from workbench.runtime import available_cores
 from workbench.sweep.spec import Sweep, Task, neighbours
 from workbench.sweep.table import write_outputs
@@ -455,10 +455,7 @@ def _retry_worthy(row: dict[str, Any]) -> bool:
 # ------------------------------------------------------------------- files
 def _json(row: dict[str, Any]) -> str:
     """JSON with NaN as null (and read back as NaN)."""
-    clean = {
-        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()
-    }
-    return json.dumps(clean, sort_keys=True)
+    return json.dumps(json_ready(row), sort_keys=True)
 
 
 def read_rows(out: Path, sweep: Sweep) -> dict[str, dict[str, Any]]:
