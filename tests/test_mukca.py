@@ -279,3 +279,29 @@ def test_repeated_socket_rows_are_warned_of(tmp_path):
         "(3 of its 8 rows do): each repeat counts that pose again, and held out it is scored "
         "against its own twin; remove the repeated rows"
     ]
+
+
+def test_a_socket_log_holding_out_nothing_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """`[validation] fraction = 0` on a socket log (it held nothing out and was replaced by
+    the default): the command line refuses it in one line naming the description and the
+    key, exit 2, no traceback, no results directory."""
+    from workbench.cli import main
+
+    table = (bench.MODELS / "panda_1" / "front.csv").read_text()
+    (tmp_path / "front.csv").write_text(table)
+    path = tmp_path / "front.toml"
+    path.write_text((bench.MODELS / "panda_1" / "front.toml").read_text()
+                    + "[validation]\nfraction = 0\n")  # fmt: skip
+    out = tmp_path / "out"
+    urdf = str(bench.MODELS / "urdf" / "panda.urdf")
+    argv = ["calibrate", "--model", urdf, "--log", str(path), "--kind", "kinematic"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"workbench calibrate: error: {path}: [validation] fraction = 0 must lie strictly "
+        "between 0 and 1 (the share of the log held out)"
+    ]
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "front.csv",
+        "front.toml",
+    ]
