@@ -55,21 +55,24 @@ def warm_up(closed_chains: bool = True) -> None:
     f_tool = np.zeros((1, 6))
     for f in (None, f_tool):
         inverse_dynamics(chain, q, q, q, f)
-    derivatives()
     torque_regressor(chain, q, q, q)
     time_derivatives(chain, q, q, q, q, q)
     vertices = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
     faces = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
     mass_properties(vertices, faces, derivatives=True)
+    if closed_chains:
+        model = load("planar_fivebar")
+        home = model.home[None]
+        accelerations(model, home, 0 * home, np.zeros((1, len(model.active))))
+    # the calibrations and derivatives last: a second process may be compiling the
+    # derivatives' kernel they call (__main__)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # two joints identify little: the kernels are the point
         for kind in ("kinematic", "twist", "dynamic"):
             log, _ = simulate_log(chain, kind=kind, samples=40, orientation=True, noise=1e-3)
             calibrate(chain, kind, log, Folds(2), Options(physical=kind == "dynamic"))
+    derivatives()
     if closed_chains:
-        model = load("planar_fivebar")
-        home = model.home[None]
-        accelerations(model, home, 0 * home, np.zeros((1, len(model.active))))
         closed_chain_derivatives(model, home, 0 * home, 0 * home)
     sx_compiler.wait()
 
@@ -106,5 +109,8 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--derivatives"]:
         derivatives()
     else:
+        from workbench import runtime
+
+        runtime.compile_beside(DERIVATIVES, ("-m", "workbench.warm_up", "--derivatives"))
         warm_up()
         print("workbench: the compiled kernels are ready")

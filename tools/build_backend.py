@@ -1,0 +1,70 @@
+"""PEP 517 build backend: setuptools', with the compiled kernels made while ``pip install -e .``
+runs (issue 37: the first command after install within 30 s).
+
+An editable install runs the package from this source tree, where numba keeps its
+disk cache (``__pycache__`` beside the kernels' modules), and the C libraries of
+the reach's second derivatives go to the user's cache
+(:mod:`workbench.ocp.sx_compiler`). :func:`build_editable` builds setuptools'
+editable wheel, then runs ``python -m workbench.warm_up`` on this tree, which
+compiles every kernel into those caches; without it, the first command compiles
+what it uses (85 s for the default reach on a 2-core machine, BENCHMARKS.md). The
+build environment gets the package's dependencies for that
+(:func:`get_requires_for_build_editable`). The warm up never fails the install:
+if it cannot run (``--no-build-isolation`` without the dependencies, no C compiler),
+the first command compiles as before. ``WORKBENCH_NO_WARM_UP=1`` skips it. A
+regular (non-editable) wheel is built as setuptools builds it: its files move to
+site-packages, away from a cache made here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from setuptools import build_meta as _setuptools
+from setuptools.build_meta import (  # noqa: F401  (the hooks pip calls, unchanged)
+    build_sdist,
+    build_wheel,
+    get_requires_for_build_sdist,
+    get_requires_for_build_wheel,
+    prepare_metadata_for_build_editable,
+    prepare_metadata_for_build_wheel,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def get_requires_for_build_editable(config_settings: dict | None = None) -> list[str]:
+    """setuptools' requirements and the package's own dependencies (for the warm up)."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        dependencies = tomllib.load(file)["project"]["dependencies"]
+    return [*_setuptools.get_requires_for_build_editable(config_settings), *dependencies]
+
+
+def build_editable(
+    wheel_directory: str, config_settings: dict | None = None, metadata_directory: str | None = None
+) -> str:
+    """setuptools' editable wheel, then every kernel compiled into the caches it will read."""
+    wheel = _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)
+    if os.environ.get("WORKBENCH_NO_WARM_UP", "") in ("", "0"):
+        _warm_up()
+    return wheel
+
+
+def _warm_up() -> None:
+    """``python -m workbench.warm_up`` on this tree; a failure is reported, never raised."""
+    print("workbench: compiling the kernels for this machine (once, 2-3 min)...", flush=True)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "workbench.warm_up"], cwd=ROOT, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True,
+        )  # fmt: skip
+    except OSError as exc:
+        print(f"workbench: warm up not run ({exc}); the first command compiles instead")
+        return
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        print(f"workbench: warm up failed ({reason}); the first command compiles instead")
