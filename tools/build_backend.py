@@ -8,8 +8,8 @@ the reach's second derivatives go to the user's cache
 editable wheel, then runs ``python -m workbench.warm_up`` on this tree, which
 compiles every kernel into those caches; without it, the first command compiles
 what it uses (85 s for the default reach on a 2-core machine, BENCHMARKS.md). The
-build environment gets the package's dependencies for that
-(:func:`get_requires_for_build_editable`). The warm up never fails the install:
+build environment gets the dependencies the warm up imports (:data:`WARM_UP`, with
+the specifiers of ``pyproject.toml``; :func:`get_requires_for_build_editable`). The warm up never fails the install:
 if it cannot run (``--no-build-isolation`` without the dependencies, no C compiler),
 the first command compiles as before. ``WORKBENCH_NO_WARM_UP=1`` skips it. A
 regular (non-editable) wheel is built as setuptools builds it: its files move to
@@ -19,6 +19,7 @@ site-packages, away from a cache made here.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -35,13 +36,20 @@ from setuptools.build_meta import (  # noqa: F401  (the hooks pip calls, unchang
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+# the dependencies (pyproject.toml names) that `python -m workbench.warm_up` imports
+WARM_UP = ("pin", "casadi", "numpy", "numba", "scipy", "rosbags", "threadpoolctl", "tqdm", "pyyaml")
 
 
 def get_requires_for_build_editable(config_settings: dict | None = None) -> list[str]:
-    """setuptools' requirements and the package's own dependencies (for the warm up)."""
+    """setuptools' requirements and the dependencies of :data:`WARM_UP`."""
+    return [*_setuptools.get_requires_for_build_editable(config_settings), *warm_up_requirements()]
+
+
+def warm_up_requirements() -> list[str]:
+    """The requirements of ``pyproject.toml`` named in :data:`WARM_UP`."""
     with open(ROOT / "pyproject.toml", "rb") as file:
         dependencies = tomllib.load(file)["project"]["dependencies"]
-    return [*_setuptools.get_requires_for_build_editable(config_settings), *dependencies]
+    return [d for d in dependencies if re.match(r"[A-Za-z0-9._-]+", d)[0].lower() in WARM_UP]
 
 
 def build_editable(
