@@ -9,9 +9,10 @@ editable wheel, then runs ``python -m workbench.warm_up`` on this tree, which
 compiles every kernel into those caches; without it, the first command compiles
 what it uses (85 s for the default reach on a 2-core machine, BENCHMARKS.md). The
 build environment gets the dependencies the warm up imports (:data:`WARM_UP`, with
-the specifiers of ``pyproject.toml``; :func:`get_requires_for_build_editable`). The warm up never fails the install:
-if it cannot run (``--no-build-isolation`` without the dependencies, no C compiler),
-the first command compiles as before. ``WORKBENCH_NO_WARM_UP=1`` skips it. A
+the specifiers of ``pyproject.toml``; :func:`get_requires_for_build_editable`; 40 s
+of pip's time from its cache). The warm up never fails the install: if it cannot
+run (``--no-build-isolation`` without the dependencies, no C compiler), the first
+command compiles as before. ``WORKBENCH_NO_WARM_UP=1`` skips it. A
 regular (non-editable) wheel is built as setuptools builds it: its files move to
 site-packages, away from a cache made here.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tomllib
@@ -62,17 +64,28 @@ def build_editable(
     return wheel
 
 
-def _warm_up() -> None:
-    """``python -m workbench.warm_up`` on this tree; a failure is reported, never raised."""
+def _warm_up(timeout: float = 1800.0) -> None:
+    """``python -m workbench.warm_up`` on this tree, in its own process group (stopped with
+    every process it started if it outlives ``timeout`` or the install is interrupted); a
+    failure is reported, never raised."""
     print("workbench: compiling the kernels for this machine (once, 2-3 min)...", flush=True)
     try:
-        done = subprocess.run(
+        process = subprocess.Popen(
             [sys.executable, "-m", "workbench.warm_up"], cwd=ROOT, stdin=subprocess.DEVNULL,
-            capture_output=True, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
     except OSError as exc:
         print(f"workbench: warm up not run ({exc}); the first command compiles instead")
         return
-    if done.returncode != 0:
-        reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"workbench: warm up stopped after {timeout:.0f} s; the first command compiles")
+        return
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    if process.returncode != 0:
+        reason = (stderr.strip().splitlines() or ["no message"])[-1]
         print(f"workbench: warm up failed ({reason}); the first command compiles instead")
