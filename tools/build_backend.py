@@ -66,7 +66,8 @@ def build_editable(
 
 def _warm_up(timeout: float = 1800.0) -> None:
     """``python -m workbench.warm_up`` on this tree, in its own process group (stopped with
-    every process it started if it outlives ``timeout`` or the install is interrupted); a
+    every process it started if it outlives ``timeout`` or the install is interrupted or
+    terminated); a
     failure is reported, never raised."""
     print("workbench: compiling the kernels for this machine (once, 2-3 min)...", flush=True)
     try:
@@ -77,15 +78,21 @@ def _warm_up(timeout: float = 1800.0) -> None:
     except OSError as exc:
         print(f"workbench: warm up not run ({exc}); the first command compiles instead")
         return
+    previous = signal.signal(signal.SIGTERM, _interrupted)  # the finally clause runs on SIGTERM
     try:
         _, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         print(f"workbench: warm up stopped after {timeout:.0f} s; the first command compiles")
         return
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     if process.returncode != 0:
         reason = (stderr.strip().splitlines() or ["no message"])[-1]
         print(f"workbench: warm up failed ({reason}); the first command compiles instead")
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
