@@ -24,6 +24,8 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -65,33 +67,41 @@ def build_editable(
 
 
 def _warm_up(timeout: float = 1800.0) -> None:
-    """``python -m workbench.warm_up`` on this tree, in its own process group (stopped with
-    every process it started if it outlives ``timeout`` or the install is interrupted or
-    terminated); a
+    """``python -m workbench.warm_up`` on this tree, in its own process group, stopped with
+    every process it started if it outlives ``timeout``, if pip goes away (interrupted or
+    killed: this hook's parent changes) or if this hook is interrupted or terminated; a
     failure is reported, never raised."""
-    print("workbench: compiling the kernels for this machine (once, 2-3 min)...", flush=True)
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "workbench.warm_up"], cwd=ROOT, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        )  # fmt: skip
-    except OSError as exc:
-        print(f"workbench: warm up not run ({exc}); the first command compiles instead")
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupted)  # the finally clause runs on SIGTERM
-    try:
-        _, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        print(f"workbench: warm up stopped after {timeout:.0f} s; the first command compiles")
-        return
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    if process.returncode != 0:
-        reason = (stderr.strip().splitlines() or ["no message"])[-1]
-        print(f"workbench: warm up failed ({reason}); the first command compiles instead")
+    print("workbench: compiling the kernels for this machine (a first install: 2-3 min)...")
+    parent, deadline = os.getppid(), time.monotonic() + timeout
+    with tempfile.TemporaryFile("w+") as stderr:
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "workbench.warm_up"], cwd=ROOT, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            print(f"workbench: warm up not run ({exc}); the first command compiles instead")
+            return
+        handlers = {s: signal.signal(s, _interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            while process.poll() is None:
+                if os.getppid() != parent or time.monotonic() > deadline:
+                    print("workbench: warm up stopped; the first command compiles instead")
+                    return
+                try:
+                    process.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            for number, handler in handlers.items():
+                signal.signal(number, handler)
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if process.returncode != 0:
+            stderr.seek(0)
+            reason = (stderr.read().strip().splitlines() or ["no message"])[-1]
+            print(f"workbench: warm up failed ({reason}); the first command compiles instead")
 
 
 def _interrupted(signum: int, frame: object) -> None:
