@@ -59,11 +59,19 @@ def test_compile_soon_compiles_in_the_background_until_waited_for(tmp_path, monk
     assert len(list(tmp_path.glob("tiny-*.so"))) == 2
 
 
-def test_a_failing_compiler_leaves_the_function_itself_and_no_file(tmp_path, monkeypatch):
+def test_a_failing_compiler_is_not_tried_again_on_the_same_code(tmp_path, monkeypatch):
+    """A compiler that fails leaves the function itself, no library and a marker, so the
+    next run neither compiles nor says so; another compiler still compiles."""
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", "false")  # found on the PATH, fails on every input
     function = _function()
     compilation = compile_soon(function)
     wait()
     assert compilation.result() is function
-    assert not list(tmp_path.iterdir())
+    markers = list(tmp_path.glob("tiny-*.failed"))
+    assert len(markers) == 1 and sorted(tmp_path.iterdir()) == markers
+    again = compile_soon(function)
+    assert again.done() and again.result() is function  # no compiler run: nothing pending
+    monkeypatch.setenv("CC", "cc")
+    assert compiled(function).class_name() == "External"
+    assert len(list(tmp_path.glob("tiny-*.so"))) == 1

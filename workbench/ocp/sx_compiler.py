@@ -7,7 +7,9 @@ knots). :func:`compiled` generates the C code of a function, compiles it
 with the system C compiler into ``CACHE / <name>-<hash>.so`` (once: about
 10 s of the compiler per function for that Hessian; every later run loads it in
 milliseconds) and returns the loaded function. Without a C compiler, or if
-compiling fails, the function itself is returned (the same values, slower).
+compiling fails, the function itself is returned (the same values, slower); a
+failure leaves a marker beside the library, so later runs neither say they
+compile nor try that compiler on that code again.
 The hash is that of CasADi's serialization of the function (the exact
 expression, about 3x cheaper than generating its C code, which is done only
 on a cache miss), the CasADi version and the compiler flags.
@@ -23,6 +25,7 @@ else ``~/.cache/workbench``; files are written atomically.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -35,6 +38,8 @@ from concurrent.futures import wait as wait_all
 from pathlib import Path
 
 import casadi as ca
+
+from workbench.io import atomic_write_text
 
 FLAGS = ("-O1", "-shared", "-fPIC")
 COMPILE_MESSAGE = (
@@ -92,6 +97,8 @@ def compile_soon(function: ca.Function) -> Compilation:
         compilation = Compilation(function, library)
         compilation.result()
         return compilation
+    if _failed(compiler, library).is_file():  # this compiler failed on this code before
+        return Compilation(function, None)
     generator = ca.CodeGenerator(function.name(), {"with_header": False})
     generator.add(function)
     code = generator.dump()
@@ -116,7 +123,9 @@ def _compiler_threads() -> ThreadPoolExecutor:
 
 
 def _compile(compiler: str, code: str, library: Path) -> bool:
-    """Compile C ``code`` into ``library`` (atomically); False if that fails."""
+    """Compile C ``code`` into ``library`` (atomically); False if that fails, and then a
+    marker (:func:`_failed`, the compiler's message in it) keeps later runs from trying
+    the same compiler on the same code again."""
     try:
         library.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
@@ -128,9 +137,26 @@ def _compile(compiler: str, code: str, library: Path) -> bool:
                 capture_output=True,
             )
             os.replace(output, library)
-    except (OSError, subprocess.CalledProcessError):
+    except subprocess.CalledProcessError as exc:
+        message = (exc.stderr or b"").decode(errors="replace")[-2000:]
+        with contextlib.suppress(OSError):
+            atomic_write_text(_failed(compiler, library), f"{compiler}: {message}")
+        return False
+    except OSError:
         return False
     return True
+
+
+def _failed(compiler: str, library: Path) -> Path:
+    """The marker of ``compiler`` (this file: path, size and time) failing on ``library``'s
+    code: another compiler, or this one updated, tries again."""
+    try:
+        stat = Path(compiler).stat()
+        identity = f"{compiler} {stat.st_size} {stat.st_mtime_ns}"
+    except OSError:
+        identity = compiler
+    tag = hashlib.sha256(identity.encode()).hexdigest()[:8]
+    return library.with_name(f"{library.stem}.{tag}.failed")
 
 
 @functools.cache
