@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import json
 import os
-import re
 import subprocess
 import sys
 import tomllib
@@ -18,11 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import build_backend  # noqa: E402
-
-
-def _name(requirement: str) -> str:
-    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", requirement)[0]).lower()
+from build_backend import requirement_name, warm_up_requirements  # noqa: E402
 
 
 def _closure(names: set[str]) -> set[str]:
@@ -37,7 +32,7 @@ def _closure(names: set[str]) -> set[str]:
             requires = metadata.requires(name) or []
         except metadata.PackageNotFoundError:
             continue
-        todo += [_name(r) for r in requires if "extra ==" not in r]
+        todo += [requirement_name(r) for r in requires if "extra ==" not in r]
     return seen
 
 
@@ -45,12 +40,12 @@ def test_the_warm_up_runs_with_only_the_dependencies_the_build_environment_holds
     """The warm up in a process where every other dependency of the project (and what
     only they require) cannot be imported, as in pip's build environment."""
     with open(ROOT / "pyproject.toml", "rb") as file:
-        project = {_name(d) for d in tomllib.load(file)["project"]["dependencies"]}
-    asked = _closure({_name(r) for r in build_backend.warm_up_requirements()})
+        project = {requirement_name(d) for d in tomllib.load(file)["project"]["dependencies"]}
+    asked = _closure({requirement_name(r) for r in warm_up_requirements()})
     absent = _closure(project) - asked
     blocked = sorted(
         module for module, names in metadata.packages_distributions().items()
-        if module.isidentifier() and {_name(d) for d in names} <= absent
+        if module.isidentifier() and {requirement_name(d) for d in names} <= absent
     )  # fmt: skip
     assert "matplotlib" in blocked and "numba" not in blocked
     script = (

@@ -53,7 +53,12 @@ def warm_up_requirements() -> list[str]:
     """The requirements of ``pyproject.toml`` named in :data:`WARM_UP`."""
     with open(ROOT / "pyproject.toml", "rb") as file:
         dependencies = tomllib.load(file)["project"]["dependencies"]
-    return [d for d in dependencies if re.match(r"[A-Za-z0-9._-]+", d)[0].lower() in WARM_UP]
+    return [d for d in dependencies if requirement_name(d) in WARM_UP]
+
+
+def requirement_name(requirement: str) -> str:
+    """The normalised distribution name of a requirement (``PyYAML>=6`` -> ``pyyaml``)."""
+    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", requirement)[0]).lower()
 
 
 def build_editable(
