@@ -301,10 +301,11 @@ def solve(
             x0 = np.append(x0, problem.duration)
         if design is not None:
             x0 = np.append(x0, np.zeros(design.size))
+        noisy = independent and len(model.idle) > 0
         options = ipopt_options(
             problem.tolerance, problem.max_iterations, progress,
             warm is not None or problem.warm_start is not None, problem.barrier,
-            noisy_multipliers=independent and len(model.idle) > 0,
+            noisy_multipliers=noisy, initial_objective=_objective(nlp, x0) if noisy else None,
         )  # fmt: skip
         solver = ca.nlpsol("reach", "ipopt", nlp["nlp"], options)
     load_kernels(model, rows, q_start, design)  # compiled or loaded before timing
@@ -521,6 +522,12 @@ def _simulate(model: ClosedChain, goal: Array, result: ReachResult) -> None:
     simulated = task(model, q)[0]
     result.task_error = float(task_distance(model, simulated[-1], goal))
     result.tracking_error = float(np.max(task_distance(model, simulated, task(model, result.q)[0])))
+
+
+def _objective(nlp: dict, x0: Array) -> float:
+    """The NLP's objective at ``x0`` (one evaluation of the model functions)."""
+    problem = nlp["nlp"]
+    return float(ca.Function("objective", [problem["x"]], [problem["f"]])(x0))
 
 
 def _warm_start(
