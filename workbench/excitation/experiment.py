@@ -16,7 +16,8 @@
 
 :func:`simulate_torques` and :func:`identification_errors` close the loop
 for checks and benchmarks: a noisy torque log of a perturbed robot along a
-trajectory, identified with :func:`~workbench.calibration.fitting.dynamic.calibrate_dynamic`.
+trajectory, identified by least squares with
+:func:`~workbench.calibration.fitting.dynamic.calibrate_dynamic` (``physical=False``).
 """
 
 from __future__ import annotations
@@ -342,15 +343,21 @@ def identification_errors(
     friction: float = 1.0,
     seed: int = 0,
 ) -> dict[str, dict[str, Array]]:
-    """Monte Carlo of identification along each trajectory: errors and predicted stds.
+    """Monte Carlo of identification along each trajectory: errors and predicted covariance.
 
     A perturbed ground truth (:func:`~workbench.calibration.simulation.simulate.perturbed_truth`,
     inertias moved and scaled by ``perturb``, viscous and Coulomb friction of
     scale ``friction``) is logged ``repeats`` times along every trajectory
     with torque noise ``noise`` (n,) and identified with
     :func:`~workbench.calibration.fitting.dynamic.calibrate_dynamic` (friction
-    terms, WLS). Returns per trajectory: ``errors`` (repeats, p) of the base
-    parameters, ``predicted`` std (p,) from F of the samples, ``truth`` (p,).
+    terms, WLS) without the physically consistent completion
+    (``physical=False``): the errors are those of the least-squares estimate,
+    whose covariance ``F^{-1}`` the design predicts. The consistent completion's
+    prior pulls the base parameters toward the nominal model (several standard
+    deviations where the data determine them weakly), an estimator F does not
+    describe. Returns per trajectory: ``errors`` (repeats, p) of the base
+    parameters, ``covariance`` (p, p) = ``F^{-1}`` predicted from F of the
+    samples, ``predicted`` its standard deviations (p,), ``truth`` (p,).
     """
 
     truth = perturbed_truth(chain, "dynamic", perturb, friction, seed=seed + 1)
@@ -369,11 +376,13 @@ def identification_errors(
             log = simulate_torques(
                 truth.chain, q, dq, ddq, noise, rng, truth.viscous, truth.coulomb
             )
-            fit = calibrate_dynamic(chain, log, drives=drives)
+            fit = calibrate_dynamic(chain, log, drives=drives, physical=False)
             errors.append(fit.beta - beta_true)
+        covariance = np.linalg.inv(info.matrix(q, dq, ddq))
         out[label] = {
             "errors": np.array(errors),
-            "predicted": predict(info, q, dq, ddq).std,
+            "covariance": covariance,
+            "predicted": np.sqrt(np.diag(covariance)),
             "truth": beta_true,
         }
     return out
