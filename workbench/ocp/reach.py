@@ -14,10 +14,12 @@ the closures imposed at position, velocity and acceleration level at every
 knot on their independent rows (:func:`workbench.ocp.model_functions.closure_levels`),
 so every knot is a consistent closed-chain state and the motor torques there
 are exact. The integral of |tau_a|^2 uses the trapezoid rule. Boundary
-conditions: the start configuration's motor values, zero motor velocities
-at both ends, and the goal in the directions the tool can move there (the
-range of the task Jacobian at the goal: two directions orthogonal to a
-pointing goal, and a positive component along it). Limits hold at the
+conditions: the start configuration's motor values (idle joints where they rest under
+gravity, :func:`workbench.closed_chains.statics.idle_equilibrium`: a plan cannot start an
+open-loop motion from where they fall), zero motor velocities at both ends, and
+the goal in the directions the tool can move there (the range of the task Jacobian
+at the goal: two directions orthogonal to a pointing goal, and a positive component
+along it). Limits hold at the
 knots. The model functions enter CasADi as batched callbacks with their
 analytic Jacobians (:mod:`workbench.ocp.model_functions`); IPOPT's
 Hessian of the Lagrangian comes from the callbacks' reverse mode
@@ -53,6 +55,7 @@ from workbench.closed_chains.kinematics import (
     velocities,
 )
 from workbench.closed_chains.model import ClosedChain
+from workbench.closed_chains.statics import idle_equilibrium
 from workbench.closed_chains.task_space import (
     reach_bound,
     reach_configuration,
@@ -271,8 +274,8 @@ def solve(
     start, goal = task_targets(problem, model)
     check_reach(problem, model)
     try:
-        q_start = reach_configuration(model, start)
-        q_goal = reach_configuration(model, goal, guess=q_start)
+        q_start = idle_equilibrium(model, reach_configuration(model, start))
+        q_goal = idle_equilibrium(model, reach_configuration(model, goal, guess=q_start))
     except WorkbenchError as exc:
         return _unsolved("infeasible", str(exc), t, problem, model)
     longest = problem.duration_bounds[1] if problem.minimum_time else problem.duration

@@ -1,0 +1,56 @@
+"""Idle joints at rest under gravity (workbench.closed_chains.statics) against Pinocchio's
+potential energy of the folder's own URDF.
+
+talos_like's rod, at the configuration that closes q = 0, is pulled by gravity
+(its idle coordinate's force at rest is 5e-5 N m); robot_delta's three rods spin
+about axes through their centres of mass (no force at rest anywhere along the spin).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from workbench.closed_chains import load
+from workbench.closed_chains.dynamics import coordinate_forces
+from workbench.closed_chains.kinematics import solve_passive
+from workbench.closed_chains.statics import idle_equilibrium
+from workbench.resources import shipped
+
+FOLDERS = shipped("models") / "parallel_robots"
+
+
+def potential(folder, joint_names, q: np.ndarray) -> float:
+    """Pinocchio's potential energy of the folder's URDF at the tree configuration q."""
+    model = pin.buildModelFromUrdf(str(folder / "robot.urdf"))
+    x = np.zeros(model.nq)
+    for joint, value in zip(joint_names, q, strict=True):
+        x[model.joints[model.getJointId(joint)].idx_q] = value
+    return float(pin.computePotentialEnergy(model, model.createData(), x))
+
+
+def test_a_falling_rod_comes_to_rest_at_a_minimum_of_the_potential_energy():
+    folder = FOLDERS / "talos_like"
+    chain = load(folder / "robot.yaml", tool="foot")
+    a = len(chain.actuated)
+    zero = np.zeros(chain.n)
+    assert np.abs(coordinate_forces(chain, chain.home, zero, zero)[a:]).max() > 1e-5
+    q = idle_equilibrium(chain, chain.home)
+    np.testing.assert_array_equal(q[chain.motor_indices], chain.home[chain.motor_indices])
+    forces = coordinate_forces(chain, q, zero, zero)
+    assert np.abs(forces[a:]).max() <= 1e-10 * np.abs(forces).max()
+    V = potential(folder, chain.joint_names, q)
+    assert V < potential(folder, chain.joint_names, chain.home)
+    for step in (-0.05, 0.05):  # a minimum along the idle motion, in Pinocchio's energy
+        x = q[chain.active].copy()
+        x[a:] += step
+        moved = solve_passive(chain, x, guess=q)
+        assert potential(folder, chain.joint_names, moved) > V + 1e-9
+
+
+@pytest.mark.parametrize("name", ["robot_delta", "cassie_like"])
+def test_idle_joints_at_rest_stay_where_they_are(name):
+    tool = "effector" if name == "robot_delta" else "foot"
+    chain = load(FOLDERS / name / "robot.yaml", tool=tool)
+    np.testing.assert_array_equal(idle_equilibrium(chain, chain.home), chain.home)
