@@ -56,7 +56,10 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
     tolerance, flat = AT_REST * scale, FLAT * scale
     f = forces[a:]
     for _ in range(ITERATIONS):
-        hessian = _hessian(model, x, q, a)
+        try:
+            hessian = _hessian(model, x, q, a)
+        except WorkbenchError:  # a singular configuration within DIFFERENCE: stay here
+            break
         values, vectors = np.linalg.eigh(hessian)
         if np.abs(f).max() <= tolerance:
             if values[0] >= -flat:
