@@ -8,11 +8,14 @@ about axes through their centres of mass (no force at rest anywhere along the sp
 
 from __future__ import annotations
 
+import shutil
+from xml.etree import ElementTree
+
 import numpy as np
 import pinocchio as pin
 import pytest
 
-from workbench.closed_chains import load
+from workbench.closed_chains import load, read_folder
 from workbench.closed_chains.dynamics import coordinate_forces
 from workbench.closed_chains.kinematics import solve_passive
 from workbench.closed_chains.statics import idle_equilibrium
@@ -54,3 +57,24 @@ def test_idle_joints_at_rest_stay_where_they_are(name):
     tool = "effector" if name == "robot_delta" else "foot"
     chain = load(FOLDERS / name / "robot.yaml", tool=tool)
     np.testing.assert_array_equal(idle_equilibrium(chain, chain.home), chain.home)
+
+
+def test_a_rod_whose_rest_lies_beyond_its_joint_limits_stops_within_them(tmp_path):
+    """talos_like's rod limited to ankle_rod_2_rev0 in [-1, 0.9] in a copy of the folder: from
+    its closed configuration gravity pulls it below -1 (unlimited, it rests at -2.38); it
+    stops at the limit, not beyond (a start beyond a limit is one the reach's bounds reject)."""
+    folder = tmp_path / "talos_like"
+    shutil.copytree(FOLDERS / "talos_like", folder)
+    urdf = folder / "robot.urdf"
+    tree = ElementTree.parse(urdf)
+    (joint,) = [j for j in tree.getroot().iter("joint") if j.get("name") == "ankle_rod_2_rev0"]
+    joint.find("limit").attrib.update(lower="-1.0", upper="0.9")
+    tree.write(urdf)
+    chain = read_folder(folder, tool="foot")
+    q = idle_equilibrium(chain, chain.home)
+    np.testing.assert_array_equal(q[chain.motor_indices], chain.home[chain.motor_indices])
+    assert np.all(q >= chain.tree.lower - 1e-9) and np.all(q <= chain.tree.upper + 1e-9)
+    k = chain.joint_names.index("ankle_rod_2_rev0")
+    assert abs(q[k] - -1.0) <= 1e-6 < abs(chain.home[k] - -1.0)  # fell onto the lower limit
+    V = potential(folder, chain.joint_names, q)
+    assert V < potential(folder, chain.joint_names, chain.home)

@@ -16,8 +16,10 @@ on ``f_i = 0`` with the Hessian's eigenvalues taken in absolute value (a
 descent direction for ``V`` where the Hessian is indefinite; [Nocedal]
 §3.4), steps of at most ``MAX_STEP``, each accepted when the trapezoid
 estimate of the change of ``V`` along it, ``(f_i + f_i') . p / 2``, is
-negative. At an equilibrium that is a maximum or a saddle it steps along the
-negative curvature.
+negative, and halved while it would leave the joint limits (to ``LIMIT_SLACK``:
+the NLP's bounds would then reject the start); an idle joint whose rest lies
+beyond a limit stops short of it, where gravity still pulls it. At an
+equilibrium that is a maximum or a saddle it steps along the negative curvature.
 """
 
 from __future__ import annotations
@@ -40,16 +42,19 @@ DIFFERENCE = 1e-6  # rad or m: central-difference step of the Hessian
 # the rounding of the central differences (robot_delta's spinning rods: 2e-11 N m/rad)
 FLAT = 1e3 * np.finfo(float).eps / DIFFERENCE
 TOOL_MOVED = 1e-9  # m or rad: the tool may not move when the idle joints do
+LIMIT_SLACK = 1e-9  # rad or m: a configuration this far beyond a joint limit is within it
 
 
 def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
     """The closed configuration nearest ``q`` (n,) downhill in the potential energy along
-    the idle coordinates (motors as in ``q``) where the idle joints rest: ``q`` itself
+    the idle coordinates (motors as in ``q``) where the idle joints rest, within the
+    joint limits (short of a rest beyond them): ``q`` itself
     without idle motions, when they rest there already, or when moving them would move
     the tool (a tool on an idle link; module docstring)."""
     a = len(model.actuated)
     if len(model.active) == a:
         return q
+    lower, upper = model.tree.lower - LIMIT_SLACK, model.tree.upper + LIMIT_SLACK
     start, x = q, q[model.active].copy()
     forces = coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))
     scale = max(float(np.abs(forces).max()), np.finfo(float).tiny)  # N m, or N m per rad
@@ -74,6 +79,9 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
             try:
                 q_trial = solve_passive(model, trial, guess=q)
             except WorkbenchError:
+                step /= 2
+                continue
+            if np.any(q_trial < lower) or np.any(q_trial > upper):
                 step /= 2
                 continue
             f_trial = _idle_forces(model, q_trial, a)
