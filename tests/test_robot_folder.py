@@ -261,12 +261,15 @@ GOOD_YAML = (
          r"closed_loop\[0\] names 'closedloop1_A' twice"),
         (GOOD_YAML, ("</robot>", "<transmission name=\"t\"><joint name=\"mot1\"/></transmission>"
                                  "</robot>"), None),
+        (GOOD_YAML, ('<mass value="90.55799165500025083" />', '<mass value="nan" />'),
+         r"line 23: link '.*': <mass> value = 'nan' must be a finite number"),
     ],
 )  # fmt: skip
 def test_bad_folders_are_refused_in_one_line(tmp_path, yaml_text, urdf_edit, message):
     """Inputs of the collection's kind that raised Python errors or were silently accepted:
     a Latin-1 byte, a joint replaced twice, a nested entry, a universal joint about one axis
-    twice, a loop closed on one frame. A URDF <transmission> (it names joints too) is read
+    twice, a loop closed on one frame, a mass 'nan' (urdfdom dropped the link's <inertial>:
+    it weighed nothing). A URDF <transmission> (it names joints too) is read
     as the robot's joints only."""
     urdf = (FOLDERS / "5bar_linkage" / "robot.urdf").read_text()
     if urdf_edit is not None:

@@ -27,7 +27,10 @@ it defines them):
   are never an error), nor ``<transmission>`` elements (their ``<joint>``
   entries name joints too);
 * refused in one line: a robot.yaml that is not UTF-8, a joint replaced twice,
-  a loop closed on one frame, limits with lower above upper; warned of: links
+  a loop closed on one frame, limits with lower above upper, a URDF that
+  :func:`workbench.models.urdf_check.check_urdf` refuses (a mass ``nan``:
+  urdfdom drops an ``<inertial>`` it cannot read, and the link weighed
+  nothing); warned of: links
   heavier than :data:`HEAVY`;
 * no home configuration is given: q = 0 is closed with the smallest move by
   Levenberg-Marquardt on all joints ([Nocedal] §10.3, Marquardt's scaling,
@@ -55,6 +58,7 @@ from workbench.closed_chains.model import ClosedChain, Closure
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.lie import Array
 from workbench.models.pinocchio_conversion import from_pinocchio
+from workbench.models.urdf_check import check_urdf, parse_quietly
 
 YAML_NAME = "robot.yaml"
 URDF_NAME = "robot.urdf"
@@ -96,6 +100,7 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
     folder = yaml_path.parent
     spec = _spec(yaml_path)
     urdf = folder / URDF_NAME
+    check_urdf(urdf)  # urdfdom drops an <inertial> it cannot read (a mass 'nan'): weighs 0
     try:
         root = ET.parse(urdf).getroot()
     except (OSError, ET.ParseError) as exc:
@@ -107,10 +112,8 @@ def read_folder(path: str | os.PathLike, tool: str | None = None) -> ClosedChain
             raise WorkbenchError(f"{urdf}: joint '{joint.get('name')}' has no <child link=...>")
         children[joint.get("name")] = child.get("link")
     unlimited = _replace_joints(root, spec["joint_name"], spec["joint_type"], yaml_path)
-    try:
-        model = pin.buildModelFromXML(ET.tostring(root, encoding="unicode"))
-    except (RuntimeError, ValueError) as exc:
-        raise WorkbenchError(f"{urdf}: Pinocchio cannot read it: {exc}") from None
+    text = ET.tostring(root, encoding="unicode")
+    model = parse_quietly(urdf, lambda: pin.buildModelFromXML(text))
     if tool is None:
         tool = _default_tool(model, spec["closed_loop"], children)
     try:
