@@ -81,11 +81,12 @@ def ipopt_options(
     objective crept by 1e-6 relative per iteration for 200 iterations, the dual
     infeasibility oscillating about 1e2, with 1e-7 it never stopped; with 1e-5 it stops
     after 134 iterations at an objective 1e-4 relative above where the creep was after 238).
-    IPOPT measures that change relative to max(1, |f|) of its scaled objective, so the
-    objective is scaled by 1 / ``initial_objective`` (its value at the initial guess) to be
-    of order one: unscaled, robot_delta's 2.7e-5 N^2 m^2 s moved by less than 1e-5 in every
-    iteration, and it stopped after 15 at any point (50 iterations to 3.5e-4, with torques
-    alternating in sign from knot to knot; scaled, 21 iterations to 2.1e-5).
+    IPOPT measures that change relative to max(1, |f|) of its scaled objective, so an
+    ``initial_objective`` (the value at the initial guess) below one is scaled up to one:
+    unscaled, robot_delta's 2.7e-5 N^2 m^2 s moved by less than 1e-5 in every iteration,
+    and it stopped after 15 at any point (50 iterations to 3.5e-4, with torques
+    alternating in sign from knot to knot; scaled, 21 iterations to 2.1e-5). Objectives
+    of one and more are left as they are (their changes are relative already).
     """
     options = {
         "ipopt.hessian_approximation": "exact",
@@ -103,7 +104,7 @@ def ipopt_options(
             "ipopt.acceptable_obj_change_tol": STALLED,
             "ipopt.acceptable_iter": ACCEPTABLE_ITERATIONS,
         })  # fmt: skip
-        if initial_objective is not None and 0.0 < initial_objective < np.inf:
+        if initial_objective is not None and 0.0 < initial_objective < 1.0:
             options["ipopt.obj_scaling_factor"] = 1.0 / initial_objective
     if warm_start:
         options.update({"ipopt.mu_init": 1e-6, "ipopt.bound_push": 1e-9, "ipopt.bound_frac": 1e-9})
