@@ -16,10 +16,11 @@ on ``f_i = 0`` with the Hessian's eigenvalues taken in absolute value (a
 descent direction for ``V`` where the Hessian is indefinite; [Nocedal]
 §3.4), steps of at most ``MAX_STEP``, each accepted when the trapezoid
 estimate of the change of ``V`` along it, ``(f_i + f_i') . p / 2``, is
-negative, and halved while it would leave the joint limits (to ``LIMIT_SLACK``:
-the NLP's bounds would then reject the start); an idle joint whose rest lies
-beyond a limit stops short of it, where gravity still pulls it. At an
-equilibrium that is a maximum or a saddle it steps along the negative curvature.
+negative, and halved while it would leave the joint limits (the NLP's bounds
+would then reject the start; a joint of ``q`` beyond a limit may not go further
+beyond it): an idle joint whose rest lies beyond a limit stops at it, where
+gravity still pulls it. At an equilibrium that is a maximum or a saddle it
+steps along the negative curvature.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ DIFFERENCE = 1e-6  # rad or m: central-difference step of the Hessian
 # the rounding of the central differences (robot_delta's spinning rods: 2e-11 N m/rad)
 FLAT = 1e3 * np.finfo(float).eps / DIFFERENCE
 TOOL_MOVED = 1e-9  # m or rad: the tool may not move when the idle joints do
-LIMIT_SLACK = 1e-9  # rad or m: a configuration this far beyond a joint limit is within it
 
 
 def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
@@ -54,7 +54,7 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
     a = len(model.actuated)
     if len(model.active) == a:
         return q
-    lower, upper = model.tree.lower - LIMIT_SLACK, model.tree.upper + LIMIT_SLACK
+    lower, upper = np.minimum(model.tree.lower, q), np.maximum(model.tree.upper, q)
     start, x = q, q[model.active].copy()
     forces = coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))
     scale = max(float(np.abs(forces).max()), np.finfo(float).tiny)  # N m, or N m per rad
