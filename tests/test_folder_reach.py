@@ -31,6 +31,10 @@ import pinocchio as pin
 import pytest
 
 from workbench.closed_chains import load
+from workbench.errors import WorkbenchError
+from workbench.ocp.bridge import BatchedCallback
+from workbench.ocp.problem import ReachProblem
+from workbench.ocp.reach import solve
 from workbench.resources import shipped
 
 FOLDERS = shipped("models") / "parallel_robots"
@@ -117,3 +121,28 @@ def test_the_delta_with_three_idle_rods_reaches_its_goal_to_a_millimetre(tmp_pat
 def test_the_cassie_leg_with_idle_rods_and_ball_joints_reaches_its_goal(tmp_path):
     """The foot 1 cm up in 0.5 s with 50 N m per motor (28 iterations, about 25 s)."""
     check(tmp_path, "cassie_like")
+
+
+def test_a_model_failure_at_the_initial_guess_of_idle_joints_is_one_error(tmp_path, monkeypatch):
+    """The objective at the initial guess (which scales IPOPT's objective with idle joints)
+    is the model's first evaluation: a failure there (e.g. a singular configuration of
+    the guess) is the reach's error naming it, not a CasADi RuntimeError."""
+    tool, start, goal, duration, torque, _ = PROBLEMS["robot_delta"]
+    path = tmp_path / "delta.toml"
+    path.write_text(
+        f'[task]\nmodel = "{FOLDERS / "robot_delta" / "robot.yaml"}"\ntool = "{tool}"\n'
+        f"start = {start}\ngoal = {goal}\nduration = {duration}\n"
+        f"[limits]\ntorque = {torque}\n[transcription]\nknots = 5\n"
+    )
+
+    def fails(*args):
+        raise WorkbenchError("the guess is singular")
+
+    built = BatchedCallback.__init__
+
+    def failing(self, name, evaluate, *args, **kwargs):
+        built(self, name, fails, *args, **kwargs)
+
+    monkeypatch.setattr(BatchedCallback, "__init__", failing)
+    with pytest.raises(WorkbenchError, match="failed during the solve: the guess is singular"):
+        solve(ReachProblem.from_toml(path), progress=False)

@@ -528,9 +528,13 @@ def _simulate(model: ClosedChain, goal: Array, result: ReachResult) -> None:
 
 
 def _objective(nlp: dict, x0: Array) -> float:
-    """The NLP's objective at ``x0`` (one evaluation of the model functions)."""
+    """The NLP's objective at ``x0`` (one evaluation of the model functions); NaN where
+    the model fails there (its callbacks remember the error, which the solve reports)."""
     problem = nlp["nlp"]
-    return float(ca.Function("objective", [problem["x"]], [problem["f"]])(x0))
+    try:
+        return float(ca.Function("objective", [problem["x"]], [problem["f"]])(x0))
+    except RuntimeError:  # CasADi's wrapping of a callback's error
+        return np.nan
 
 
 def _warm_start(
