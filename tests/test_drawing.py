@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +94,42 @@ def test_sigterm_to_the_process_group_ends_the_worker_without_a_traceback():
     out, err = proc.communicate(timeout=60)
     assert out.strip() == "Terminated"
     assert "Traceback" not in err, err
+
+
+SLEEP_IN_WORKER_BLOCK = """
+import sys, time
+from workbench.viz import drawing
+with drawing.worker():
+    print("ready", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_the_worker_ends_when_the_command_is_killed():
+    """SIGKILL to the command (no handler runs): its drawing worker does not stay behind."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = subprocess.Popen([sys.executable, "-c", SLEEP_IN_WORKER_BLOCK], env=env,
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert command.stdout.readline().strip() == "ready"
+        children = subprocess.run(["pgrep", "-P", str(command.pid)], capture_output=True,
+                                  text=True).stdout.split()  # fmt: skip
+        assert len(children) == 1, children
+        worker = int(children[0])
+    finally:
+        command.kill()
+        command.wait()
+    for _ in range(100):  # at most 10 s
+        if not Path(f"/proc/{worker}").exists() or "Z" in _state(worker):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(worker, 9)
+        raise AssertionError("the drawing worker outlived its killed command")
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -15,14 +15,17 @@ sweep's tasks, or a platform without ``fork``) :meth:`Drawing.write` calls the
 function in this process: the files are the same either way.
 
 The worker ignores Ctrl-C (the command's process handles it) and ends with the
-``with`` block; a worker that died is replaced by drawing in this process.
+``with`` block, or with the command's process however that ends (also SIGKILL, on
+Linux); a worker that died is replaced by drawing in this process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import multiprocessing
+import os
 import signal
 import tempfile
 import threading
@@ -36,6 +39,7 @@ from typing import Any
 from workbench.io import atomic_write
 
 _worker: ProcessPoolExecutor | None = None
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 @contextlib.contextmanager
@@ -49,7 +53,9 @@ def worker(*modules: str) -> Iterator[None]:
         yield
         return
     context = multiprocessing.get_context("fork")
-    _worker = ProcessPoolExecutor(1, mp_context=context, initializer=_prepare, initargs=modules)
+    _worker = ProcessPoolExecutor(
+        1, mp_context=context, initializer=_prepare, initargs=(os.getpid(), *modules)
+    )
     _worker.submit(int)  # a fork-context pool starts its process at the first submit
     try:
         yield
@@ -62,14 +68,29 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _prepare(*modules: str) -> None:
+def _prepare(parent: int, *modules: str) -> None:
     """The worker: Ctrl-C is its parent's, SIGTERM (a process group's, from ``timeout`` or a
     job scheduler) ends it quietly rather than with the parent's handler and a traceback,
-    and the drawing libraries are imported now."""
+    it ends with its parent however that ends (:func:`_end_with_parent`), and the drawing
+    libraries are imported now."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _end_with_parent(parent)
     for module in modules:
         importlib.import_module(module)
+
+
+def _end_with_parent(parent: int) -> None:
+    """SIGTERM to this process when ``parent`` ends, also by SIGKILL, which no handler of
+    the parent sees (Linux's ``PR_SET_PDEATHSIG``; elsewhere nothing): a killed command
+    left its idle worker behind (120 MB). A parent gone before the call ends it now."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 @dataclass
