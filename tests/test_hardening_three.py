@@ -898,3 +898,23 @@ def test_only_casadis_interrupt_warning_is_dropped(capsys):
         for piece in pieces:  # CasADi writes a line in pieces
             sys.stderr.write(piece)
     assert capsys.readouterr().err == 'CasADi - WARNING("NaN detected")\nno newline'
+
+
+QUIET_NAN = """
+import casadi as ca
+from workbench.ocp.nlp import ipopt_options
+x = ca.MX.sym("x")
+solver = ca.nlpsol("s", "ipopt", {"x": x, "f": x**2, "g": ca.sqrt(x)},
+                   ipopt_options(1e-8, 20, progress=False))
+solver(x0=-1.0, lbg=-10.0, ubg=10.0)
+"""
+
+
+def test_a_quiet_solve_prints_nothing_where_the_model_is_nan():
+    """A NaN at a point IPOPT tries (it steps back) was printed by CasADi under --quiet, so
+    the last stderr line of a command was not its own."""
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", QUIET_NAN], capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == ""

@@ -96,6 +96,7 @@ def ipopt_options(
         "ipopt.print_level": 5 if progress else 0,
         "ipopt.sb": "yes",
         "print_time": False,
+        "show_eval_warnings": progress,  # a trial point's NaN, which IPOPT steps back from
     }
     if noisy_multipliers:
         options.update({
@@ -130,6 +131,7 @@ def stagewise_solver(
             "fatrop": {"tol": tolerance, "max_iter": max_iterations,
                        "print_level": 10 if progress else 0},
             "print_time": False,
+            "show_eval_warnings": progress,
         }  # fmt: skip
         return ca.nlpsol("reach", "fatrop", nlp, options)
     options = {
@@ -143,6 +145,7 @@ def stagewise_solver(
         "print_iteration": progress,
         "print_status": progress,
         "print_time": False,
+        "show_eval_warnings": progress,
     }
     return ca.nlpsol("reach", "sqpmethod", nlp, options)
 
