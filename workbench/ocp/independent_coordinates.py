@@ -60,7 +60,9 @@ class ClosedStates:
     a multiple of the knot count: the bridge's stacked perturbations of every knot; one
     row: the last knot, the task's).
     A knot whose closure cannot be followed there (outside the workspace, through a
-    singularity) gets NaN, which IPOPT's line search backs off from.
+    singularity) or where the passive block is singular (the closure no longer fixes the
+    passive joints: an IPOPT trial point on robot_delta with heavy rods stopped the solve
+    with an error) gets NaN, which IPOPT's line search backs off from.
     """
 
     def __init__(self, model: ClosedChain, rows: np.ndarray, q_start: Array, knots: int):
@@ -122,7 +124,8 @@ class ClosedStates:
             q = self.configurations(qa)
         bad = ~np.isfinite(q).all(axis=1)
         q[bad] = self.memory[0][0]  # any closed configuration: the rows are NaN below
-        X, D = self._levels(q, dqa, ddqa, jacobian)
+        X, D, singular = self._levels(q, dqa, ddqa, jacobian)
+        bad |= singular
         X[bad] = np.nan
         if not jacobian:
             return X, None
@@ -145,7 +148,7 @@ class ClosedStates:
         ddq = (S @ ddqa[..., None])[..., 0] + acceleration_bias(closures, dq, solver)
         X = np.concatenate([q, dq, ddq], axis=1)
         D = closure_levels(self.model, self.rows, X, True)[1] if jacobian else None
-        return X, D
+        return X, D, solver.singular
 
 
 def _passive_derivatives(D_p: Array, D_a: Array) -> Array:
