@@ -19,18 +19,24 @@ from workbench.closed_chains import load, read_folder
 from workbench.closed_chains.dynamics import coordinate_forces
 from workbench.closed_chains.kinematics import solve_passive
 from workbench.closed_chains.statics import idle_equilibrium
+from workbench.closed_chains.task_space import reduced_task_jacobian
 from workbench.resources import shipped
 
 FOLDERS = shipped("models") / "parallel_robots"
 
 
-def potential(folder, joint_names, q: np.ndarray) -> float:
-    """Pinocchio's potential energy of the folder's URDF at the tree configuration q."""
+def pinocchio_state(folder, joint_names, q: np.ndarray):
+    """Pinocchio's model and data of the folder's URDF, and q in its joint order."""
     model = pin.buildModelFromUrdf(str(folder / "robot.urdf"))
     x = np.zeros(model.nq)
     for joint, value in zip(joint_names, q, strict=True):
         x[model.joints[model.getJointId(joint)].idx_q] = value
-    return float(pin.computePotentialEnergy(model, model.createData(), x))
+    return model, model.createData(), x
+
+
+def potential(folder, joint_names, q: np.ndarray) -> float:
+    """Pinocchio's potential energy of the folder's URDF at the tree configuration q."""
+    return float(pin.computePotentialEnergy(*pinocchio_state(folder, joint_names, q)))
 
 
 def test_a_falling_rod_comes_to_rest_at_a_minimum_of_the_potential_energy():
@@ -78,3 +84,48 @@ def test_a_rod_whose_rest_lies_beyond_its_joint_limits_stops_within_them(tmp_pat
     assert abs(q[k] - -1.0) <= 1e-6 < abs(chain.home[k] - -1.0)  # fell onto the lower limit
     V = potential(folder, chain.joint_names, q)
     assert V < potential(folder, chain.joint_names, chain.home)
+
+
+def test_only_the_idle_joints_that_move_no_tool_come_to_rest(tmp_path):
+    """cassie_like with its rods' centres of mass 1 cm off their axes (gravity pulls both)
+    and the tool on one rod: that rod is held, the other comes to rest."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    folder = tmp_path / "cassie_like"
+    shutil.copytree(FOLDERS / "cassie_like", folder)
+    tree = ET.parse(folder / "robot.urdf")
+    root = tree.getroot()
+    for link in root.iter("link"):
+        if "rode" in link.get("name", "") and link.find("inertial") is not None:
+            origin = link.find("inertial").find("origin")
+            x, y, z = (float(v) for v in origin.get("xyz").split())
+            origin.set("xyz", f"{x + 0.01} {y + 0.01} {z + 0.01}")
+    marker = ET.SubElement(root, "joint", name="marker_joint", type="fixed")
+    ET.SubElement(marker, "origin", xyz="0.01 0.01 0", rpy="0 0 0")
+    ET.SubElement(marker, "parent", link="half_hachil_rode_2")
+    ET.SubElement(marker, "child", link="marker")
+    ET.SubElement(root, "link", name="marker")
+    tree.write(folder / "robot.urdf")
+    chain = load(folder / "robot.yaml", tool="marker")
+    a = len(chain.actuated)
+    zero = np.zeros(chain.n)
+    before = coordinate_forces(chain, chain.home, zero, zero)
+    assert np.abs(before[a:]).min() > 1e-3  # both rods pulled
+    q = idle_equilibrium(chain, chain.home)
+    after = coordinate_forces(chain, q, zero, zero)
+    J = reduced_task_jacobian(chain, chain.home[None])[0][:, a:]
+    held = np.abs(J).max(axis=0) > 1e-9
+    assert held.sum() == 1
+    assert np.abs(after[a:][~held]).max() <= 1e-10 * np.abs(after).max()
+    np.testing.assert_array_equal(q[chain.active[a:][held]], chain.home[chain.active[a:][held]])
+    tool = pinocchio_tool(folder, chain.joint_names, q, "marker")
+    np.testing.assert_allclose(tool, pinocchio_tool(folder, chain.joint_names, chain.home,
+                                                    "marker"), atol=1e-12)  # fmt: skip
+
+
+def pinocchio_tool(folder, joint_names, q: np.ndarray, frame: str) -> np.ndarray:
+    """The frame's position by Pinocchio's forward kinematics of the folder's URDF."""
+    model, data, x = pinocchio_state(folder, joint_names, q)
+    pin.framesForwardKinematics(model, data, x)
+    return data.oMf[model.getFrameId(frame)].translation.copy()

@@ -20,7 +20,8 @@ negative, and halved while it would leave the joint limits (the NLP's bounds
 would then reject the start; a joint of ``q`` beyond a limit may not go further
 beyond it): an idle joint whose rest lies beyond a limit stops at it, where
 gravity still pulls it. At an equilibrium that is a maximum or a saddle it
-steps along the negative curvature.
+steps along the negative curvature. Idle coordinates that move the tool (a tool on an
+idle link: their columns of the task Jacobian are not zero) are held where they are.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from workbench.closed_chains.dynamics import coordinate_forces
 from workbench.closed_chains.kinematics import solve_passive
 from workbench.closed_chains.model import ClosedChain
-from workbench.closed_chains.task_space import task, task_distance
+from workbench.closed_chains.task_space import reduced_task_jacobian, task, task_distance
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
 
@@ -48,21 +49,26 @@ TOOL_MOVED = 1e-9  # m or rad: the tool may not move when the idle joints do
 def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
     """The closed configuration nearest ``q`` (n,) downhill in the potential energy along
     the idle coordinates (motors as in ``q``) where the idle joints rest, within the
-    joint limits (short of a rest beyond them): ``q`` itself
-    without idle motions, when they rest there already, or when moving them would move
-    the tool (a tool on an idle link; module docstring)."""
+    joint limits (short of a rest beyond them). The idle coordinates that move the tool (a
+    tool on an idle link) are held: ``q`` itself without other idle motions, when they rest
+    there already, or when the tool would move (module docstring)."""
     a = len(model.actuated)
-    if len(model.active) == a:
+    try:
+        J = reduced_task_jacobian(model, q[None])[0]  # (task, a + i)
+    except WorkbenchError:  # the passive joints are not fixed at q
+        return q
+    free = a + np.flatnonzero(np.abs(J[:, a:]).max(axis=0) <= TOOL_MOVED)  # per rad or m
+    if not len(free):
         return q
     lower, upper = np.minimum(model.tree.lower, q), np.maximum(model.tree.upper, q)
     start, x = q, q[model.active].copy()
     forces = coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))
     scale = max(float(np.abs(forces).max()), np.finfo(float).tiny)  # N m, or N m per rad
     tolerance, flat = AT_REST * scale, FLAT * scale
-    f = forces[a:]
+    f = forces[free]
     for _ in range(ITERATIONS):
         try:
-            hessian = _hessian(model, x, q, a)
+            hessian = _hessian(model, x, q, free)
         except WorkbenchError:  # a singular configuration within DIFFERENCE: stay here
             break
         values, vectors = np.linalg.eigh(hessian)
@@ -75,7 +81,7 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
         step *= min(1.0, MAX_STEP / np.abs(step).max())
         for _ in range(HALVINGS):
             trial = x.copy()
-            trial[a:] += step
+            trial[free] += step
             try:
                 q_trial = solve_passive(model, trial, guess=q)
             except WorkbenchError:
@@ -84,7 +90,7 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
             if np.any(q_trial < lower) or np.any(q_trial > upper):
                 step /= 2
                 continue
-            f_trial = _idle_forces(model, q_trial, a)
+            f_trial = _idle_forces(model, q_trial, free)
             if 0.5 * (f + f_trial) @ step < 0.0:
                 break
             step /= 2
@@ -95,20 +101,21 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
     return q if moved <= TOOL_MOVED else start
 
 
-def _idle_forces(model: ClosedChain, q: Array, a: int) -> Array:
-    return coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))[a:]
+def _idle_forces(model: ClosedChain, q: Array, free: np.ndarray) -> Array:
+    """The forces at rest on the independent coordinates ``free`` at q."""
+    return coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))[free]
 
 
-def _hessian(model: ClosedChain, x: Array, q: Array, a: int) -> Array:
-    """d f_i / d x_i (i, i) by central differences, symmetrised."""
-    i = len(x) - a
+def _hessian(model: ClosedChain, x: Array, q: Array, free: np.ndarray) -> Array:
+    """d f / d x of the forces on the independent coordinates ``free`` along them, by central
+    differences, symmetrised."""
     columns = []
-    for k in range(i):
+    for k in free:
         pair = []
         for sign in (1.0, -1.0):
             moved = x.copy()
-            moved[a + k] += sign * DIFFERENCE
-            pair.append(_idle_forces(model, solve_passive(model, moved, guess=q), a))
+            moved[k] += sign * DIFFERENCE
+            pair.append(_idle_forces(model, solve_passive(model, moved, guess=q), free))
         columns.append((pair[0] - pair[1]) / (2 * DIFFERENCE))
     H = np.array(columns).T
     return 0.5 * (H + H.T)
