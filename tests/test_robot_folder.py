@@ -387,3 +387,30 @@ def test_a_straight_leg_reaches_toward_its_hip():
     assert np.abs(residual(chain, q)).max() <= 1e-10
     pin.framesForwardKinematics(model, data, q)
     assert np.linalg.norm(data.oMf[foot].translation - target) <= 1e-9
+
+
+def test_an_edited_folder_is_read_again(tmp_path):
+    """A long-lived session (a notebook) that edits a folder's URDF gets the edited model from
+    ``closed_chains.load``, not the one it read before (Pinocchio's total mass as reference)."""
+    import os
+    import shutil
+
+    folder = tmp_path / "5bar_linkage_iso3d"
+    shutil.copytree(FOLDERS / "5bar_linkage_iso3d", folder)
+    first = closed_chains.load(folder)
+    assert closed_chains.load(folder / "robot.yaml") is not None
+    urdf = folder / "robot.urdf"
+    root = ET.parse(urdf).getroot()
+    moving = next(j.find("child").get("link") for j in root.iter("joint")
+                  if j.get("type") == "revolute")  # fmt: skip
+    mass = next(link for link in root.iter("link") if link.get("name") == moving)
+    mass = mass.find("inertial").find("mass")
+    mass.set("value", repr(float(mass.get("value")) + 1.0))
+    ET.ElementTree(root).write(urdf)
+    later = os.stat(urdf).st_mtime_ns + 10**9
+    os.utime(urdf, ns=(later, later))
+    second = closed_chains.load(folder)
+    model = pin.buildModelFromUrdf(str(urdf))
+    total = sum(inertia.mass for inertia in model.inertias[1:])  # the moving links
+    assert abs(second.tree.phi[:, 0].sum() - total) <= 1e-9 * total
+    assert abs(first.tree.phi[:, 0].sum() - (total - 1.0)) <= 1e-9 * total

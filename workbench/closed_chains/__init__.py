@@ -80,7 +80,8 @@ def load(name: str | os.PathLike, tool: str | None = None) -> ClosedChain:
     example-parallel-robots (``DIR`` or ``DIR/robot.yaml``); ``tool`` names the tool
     frame of a folder's model (default its last frame; the others name theirs)."""
     if is_robot_folder(name):
-        return _load_folder(Path(name).resolve(), tool)
+        path = Path(name).resolve()
+        return _load_folder(path, tool, _signature(path))
     if tool is not None:
         raise WorkbenchError(f"{name}: its closure file names the tool; no other tool frame")
     if str(name) in SHIPPED:
@@ -93,9 +94,24 @@ def load(name: str | os.PathLike, tool: str | None = None) -> ClosedChain:
     )
 
 
-@functools.cache
-def _load_folder(path: Path, tool: str | None) -> ClosedChain:
+@functools.lru_cache(maxsize=32)
+def _load_folder(path: Path, tool: str | None, signature: tuple) -> ClosedChain:
     return read_folder(path, tool)
+
+
+def _signature(path: Path) -> tuple:
+    """Modification times and sizes of the files a folder's model is read from: a file
+    edited in a long-lived session (a notebook) is read again, not served from the cache."""
+    folder, yaml_file = (path, path / "robot.yaml") if path.is_dir() else (path.parent, path)
+    out = []
+    for file in (folder / "robot.urdf", yaml_file):
+        try:
+            status = file.stat()
+        except OSError:
+            out.append(None)
+            continue
+        out.append((status.st_mtime_ns, status.st_size))
+    return tuple(out)
 
 
 @functools.cache
