@@ -19,8 +19,8 @@ gravity, :func:`workbench.closed_chains.statics.idle_equilibrium`: a plan cannot
 open-loop motion from where they fall), zero motor velocities at both ends, and
 the goal in the directions the tool can move there (the range of the task Jacobian
 at the goal: two directions orthogonal to a pointing goal, and a positive component
-along it). Limits hold at the
-knots. The model functions enter CasADi as batched callbacks with their
+along it). Limits hold at the knots. The model functions enter CasADi as batched
+callbacks with their
 analytic Jacobians (:mod:`workbench.ocp.model_functions`); IPOPT's
 Hessian of the Lagrangian comes from the callbacks' reverse mode
 (:mod:`workbench.ocp.bridge`).
