@@ -21,6 +21,7 @@ from workbench.closed_chains.kinematics import solve_passive
 from workbench.closed_chains.statics import idle_equilibrium
 from workbench.closed_chains.task_space import reduced_task_jacobian
 from workbench.resources import shipped
+from workbench.testing.pinocchio_reference import configuration
 
 FOLDERS = shipped("models") / "parallel_robots"
 
@@ -28,9 +29,7 @@ FOLDERS = shipped("models") / "parallel_robots"
 def pinocchio_state(folder, joint_names, q: np.ndarray):
     """Pinocchio's model and data of the folder's URDF, and q in its joint order."""
     model = pin.buildModelFromUrdf(str(folder / "robot.urdf"))
-    x = np.zeros(model.nq)
-    for joint, value in zip(joint_names, q, strict=True):
-        x[model.joints[model.getJointId(joint)].idx_q] = value
+    x = configuration(model, joint_names, q)
     return model, model.createData(), x
 
 

@@ -36,6 +36,7 @@ from workbench.ocp.bridge import BatchedCallback
 from workbench.ocp.problem import ReachProblem
 from workbench.ocp.reach import solve
 from workbench.resources import shipped
+from workbench.testing.pinocchio_reference import configuration
 
 FOLDERS = shipped("models") / "parallel_robots"
 # name: tool frame, start, goal (m), duration (s), torque limit per motor (N m), knots
@@ -84,9 +85,7 @@ def pinocchio_tool(name: str, joint_names, q: np.ndarray) -> np.ndarray:
     """The tool frame's position by Pinocchio's forward kinematics of the folder's URDF."""
     model = pin.buildModelFromUrdf(str(FOLDERS / name / "robot.urdf"))
     data = model.createData()
-    x = np.zeros(model.nq)
-    for joint, value in zip(joint_names, q, strict=True):
-        x[model.joints[model.getJointId(joint)].idx_q] = value
+    x = configuration(model, joint_names, q)
     pin.framesForwardKinematics(model, data, x)
     return data.oMf[model.getFrameId(PROBLEMS[name][0])].translation.copy()
 

@@ -29,6 +29,7 @@ from workbench.closed_chains.robot_folder import read_folder
 from workbench.closed_chains.task_space import reach_configuration
 from workbench.errors import WorkbenchError, WorkbenchWarning
 from workbench.resources import shipped
+from workbench.testing.pinocchio_reference import configuration
 
 FOLDERS = shipped("models") / "parallel_robots"
 NAMES = ("5bar_linkage", "robot_delta", "cassie_like", "5bar_linkage_iso3d", "5bar_linkage_iso6d")
@@ -346,9 +347,7 @@ def test_motor_logs_of_folders_with_idle_motions_are_refused(tmp_path, capsys):
     folder = FOLDERS / "robot_delta"
     model, data, constraints, datas, motors = pinocchio_reference(folder)
     chain = read_folder(folder)
-    x = np.zeros(model.nq)
-    for joint, value in zip(chain.joint_names, chain.home, strict=True):
-        x[model.joints[model.getJointId(joint)].idx_q] = value
+    x = configuration(model, chain.joint_names, chain.home)
     pin.initConstraintDynamics(model, data, constraints, datas)
     zero = np.zeros(model.nv)
     settings = pin.ProximalSettings(1e-14, 1e-10, 200)

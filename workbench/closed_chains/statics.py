@@ -62,7 +62,7 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
         return q
     lower, upper = np.minimum(model.tree.lower, q), np.maximum(model.tree.upper, q)
     start, x = q, q[model.active].copy()
-    forces = coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))
+    forces = _rest_forces(model, q)
     scale = max(float(np.abs(forces).max()), np.finfo(float).tiny)  # N m, or N m per rad
     tolerance, flat = AT_REST * scale, FLAT * scale
     f = forces[free]
@@ -90,7 +90,7 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
             if np.any(q_trial < lower) or np.any(q_trial > upper):
                 step /= 2
                 continue
-            f_trial = _idle_forces(model, q_trial, free)
+            f_trial = _rest_forces(model, q_trial)[free]
             if 0.5 * (f + f_trial) @ step < 0.0:
                 break
             step /= 2
@@ -101,21 +101,18 @@ def idle_equilibrium(model: ClosedChain, q: Array) -> Array:
     return q if moved <= TOOL_MOVED else start
 
 
-def _idle_forces(model: ClosedChain, q: Array, free: np.ndarray) -> Array:
-    """The forces at rest on the independent coordinates ``free`` at q."""
-    return coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))[free]
+def _rest_forces(model: ClosedChain, q: Array) -> Array:
+    """The forces at rest on the independent coordinates at q: (n,) -> (a + i,), (N, n) ->
+    (N, a + i)."""
+    return coordinate_forces(model, q, np.zeros_like(q), np.zeros_like(q))
 
 
 def _hessian(model: ClosedChain, x: Array, q: Array, free: np.ndarray) -> Array:
     """d f / d x of the forces on the independent coordinates ``free`` along them, by central
-    differences, symmetrised."""
-    columns = []
-    for k in free:
-        pair = []
-        for sign in (1.0, -1.0):
-            moved = x.copy()
-            moved[k] += sign * DIFFERENCE
-            pair.append(_idle_forces(model, solve_passive(model, moved, guess=q), free))
-        columns.append((pair[0] - pair[1]) / (2 * DIFFERENCE))
-    H = np.array(columns).T
+    differences (the 2 len(free) moved configurations in one batch), symmetrised."""
+    steps = np.zeros((len(free), len(x)))
+    steps[np.arange(len(free)), free] = DIFFERENCE
+    moved = x + np.concatenate([steps, -steps])
+    f = _rest_forces(model, solve_passive(model, moved, guess=q))[:, free]
+    H = (f[: len(free)] - f[len(free) :]).T / (2 * DIFFERENCE)
     return 0.5 * (H + H.T)

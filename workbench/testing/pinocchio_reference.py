@@ -1,5 +1,6 @@
 """Evaluating Pinocchio: inverse dynamics with a tool wrench given in the tool frame, (m, f)
-order, a simulated truth's joint torques, and the tool poses of a chain."""
+order, a simulated truth's joint torques, the tool poses of a chain, and a configuration
+given by joint names in Pinocchio's order."""
 
 from __future__ import annotations
 
@@ -7,6 +8,15 @@ import numpy as np
 import pinocchio as pin
 
 import workbench as wb
+
+
+def configuration(model, joint_names, q: np.ndarray) -> np.ndarray:
+    """Pinocchio's q (nq,) of ``model`` (one-coordinate joints) with the values ``q`` of the
+    joints ``joint_names`` (the others zero)."""
+    x = np.zeros(model.nq)
+    for joint, value in zip(joint_names, q, strict=True):
+        x[model.joints[model.getJointId(joint)].idx_q] = value
+    return x
 
 
 def tool_fext(model, tool_name: str, f_tool: np.ndarray) -> list:
