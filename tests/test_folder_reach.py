@@ -34,7 +34,7 @@ from workbench.closed_chains import load
 from workbench.errors import WorkbenchError
 from workbench.ocp.bridge import BatchedCallback
 from workbench.ocp.problem import ReachProblem
-from workbench.ocp.reach import solve
+from workbench.ocp.reach import interpolate_knots, solve
 from workbench.resources import shipped
 from workbench.testing.pinocchio_reference import configuration
 
@@ -183,3 +183,50 @@ def test_a_trial_point_where_the_passive_joints_are_not_fixed_is_no_model_error(
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     assert "the model failed" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_knots_interpolate_as_the_cubic_hermite_spline_of_scipy():
+    """Knots that satisfy the integration rows (accelerations linear between knots) are
+    interpolated onto any grid as the C2 cubic through them, which is scipy's cubic Hermite
+    spline of their values and velocities; old knots keep their values."""
+    from scipy.interpolate import CubicHermiteSpline
+
+    rng = np.random.default_rng(3)
+    t_old = np.sort(np.concatenate([[0.0, 0.7], rng.uniform(0.0, 0.7, 6)]))
+    ddq = rng.standard_normal((len(t_old), 2))
+    q, dq = [rng.standard_normal(2)], [rng.standard_normal(2)]
+    for k, h in enumerate(np.diff(t_old)):  # the transcription's integration rows
+        q.append(q[-1] + h * dq[-1] + h**2 / 6 * (2 * ddq[k] + ddq[k + 1]))
+        dq.append(dq[-1] + h / 2 * (ddq[k] + ddq[k + 1]))
+    q, dq = np.array(q), np.array(dq)
+    t = np.concatenate([np.linspace(0.0, 0.7, 23), t_old])
+    spline = CubicHermiteSpline(t_old, q, dq)
+    # 1e-9: scipy's second derivative on intervals of a few ms rounds at about 1e-11
+    for mine, nu in zip(interpolate_knots(t_old, q, dq, ddq, t), range(3), strict=True):
+        assert np.abs(mine - spline(t, nu)).max() <= 1e-9 * max(1.0, np.abs(spline(t, nu)).max())
+
+
+def test_a_fine_reach_on_independent_coordinates_starts_from_a_coarse_solve(monkeypatch):
+    """On more than twice COARSE_KNOTS knots the reach solves on COARSE_KNOTS first: the
+    same optimum as the solve from the minimum-jerk guess (the weld five-bar, 70 knots),
+    the plan's end at the goal by Pinocchio's forward kinematics of the folder's URDF."""
+    from workbench.ocp import reach
+
+    tool, start, goal, duration, torque, _ = PROBLEMS["5bar_linkage_iso6d"]
+    problem = ReachProblem(
+        start=np.array(start), goal=np.array(goal), duration=duration, knots=70, tool=tool,
+        model=str(FOLDERS / "5bar_linkage_iso6d" / "robot.yaml"), torque=tuple(torque),
+    )  # fmt: skip
+    grids = []
+    inner = reach._solve
+    monkeypatch.setattr(reach, "_solve", lambda p, *a: grids.append(p.knots) or inner(p, *a))
+    refined = solve(problem, progress=False)
+    assert grids == [70, reach.COARSE_KNOTS]
+    monkeypatch.setattr(reach, "COARSE_KNOTS", problem.knots)  # no coarse solve
+    cold = solve(problem, progress=False)
+    assert refined.status == cold.status == "solved"
+    assert abs(refined.objective - cold.objective) <= 1e-6 * cold.objective
+    chain = load(FOLDERS / "5bar_linkage_iso6d" / "robot.yaml", tool=tool)
+    end = pinocchio_tool("5bar_linkage_iso6d", chain.joint_names, refined.q[-1])
+    assert np.linalg.norm(end - goal) <= 1e-6
+    assert refined.task_error <= 1e-3

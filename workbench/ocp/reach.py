@@ -31,7 +31,8 @@ independent coordinates alone (:mod:`workbench.ocp.independent_coordinates`):
 the knots hold the motors' and idle joints' (q, dq, ddq), the callbacks solve
 the passive joints, and the closures are no NLP constraints (a passive block near
 singular, such as cassie_like's ball joints near gimbal lock, made IPOPT fail
-1,000 iterations in tree coordinates; 18 iterations this way).
+1,000 iterations in tree coordinates; 18 iterations this way). Their fine grids
+start from the solution on a coarse one (:func:`solve`).
 
 After a solve the optimal motor torques (linear between knots) are
 integrated open loop with the closed-chain dynamics; the final task error
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import casadi as ca
 import numpy as np
@@ -96,6 +98,7 @@ DRIFT = 0.01  # m or rad: a simulated end error below this and COARSE of the tra
 SHORT_TRAVEL = 1e-3  # m or rad: travel below this is judged against it, not as a fraction
 IDLE_RANGE = np.pi / 2  # rad: how far an idle joint may move from the start (independent)
 SUBSTEPS = (1, 8, 64)  # RK4 steps per knot interval of the simulation, tried in turn
+COARSE_KNOTS = 30  # knots of the first solve of a fine independent-coordinate problem
 
 
 # ------------------------------------------------------------ configurations
@@ -261,9 +264,36 @@ def solve(
     SIGTERM (under the command line's handlers,
     :func:`workbench.io.raise_on_sigterm`) Terminated, once IPOPT has
     stopped, whether a callback or IPOPT's own check caught it.
-    """
 
+    Problems on independent coordinates with more than ``2 COARSE_KNOTS`` knots and no
+    warm start are solved on ``COARSE_KNOTS`` knots first, and that solution, interpolated
+    as the transcription interpolates (:func:`interpolate_knots`), starts the solve on
+    all knots (the result counts the iterations and time of both): IPOPT's iterations
+    far from the optimum then cost a fraction of those on the fine grid (cassie_like on
+    100 knots: 47 iterations and 84 s from the minimum-jerk guess, 18 + 18 iterations and
+    33 s this way, the same simulated end error 6.4e-6 m).
+    """
     model = problem.closed_chain() if model is None else model
+    result = _solve(problem, model, progress, functions, warm)
+    if result.status == "solved":
+        if on_solved is not None:
+            on_solved(result)
+        if problem.design is not None:
+            phi = np.array(result.design["link_phi"])
+            model = model.with_inertias(matrix_from_phi(phi))
+        start, goal = task_targets(problem, model)
+        _check_motion(problem, model, start, goal, result)
+    return result
+
+
+def _solve(
+    problem: ReachProblem,
+    model: ClosedChain,
+    progress: bool,
+    functions: Callable[..., dict],
+    warm: dict[str, Array] | None,
+) -> ReachResult:
+    """:func:`solve` up to its result, before the result's simulation."""
     K = problem.knots
     per_knot = KNOT_BYTES * (3 * model.n) ** 2
     check_memory(
@@ -286,6 +316,17 @@ def solve(
     rows = independent_rows(model, q_start)
     independent = functions is model_callbacks and problem.solver == "ipopt"
     independent = independent and not has_exact_hessians(model)
+    coarse = None
+    refine = independent and warm is None and problem.warm_start is None and design is None
+    if refine and K > 2 * COARSE_KNOTS and not problem.minimum_time:
+        if progress:
+            print(f"{problem.source}: solving on {COARSE_KNOTS} knots first, then on {K} from "
+                  "that solution", flush=True)  # fmt: skip
+        coarse = _solve(replace(problem, knots=COARSE_KNOTS), model, progress, functions, None)
+        if coarse.status == "solved":
+            warm = {"t": coarse.t, "q": coarse.q, "dq": coarse.dq, "ddq": coarse.ddq}
+        else:
+            coarse = None
     if independent:  # CasADi holds callbacks weakly: keep them
         built = independent_callbacks(model, K, rows, q_start, design)
     else:
@@ -353,13 +394,9 @@ def solve(
         problem=problem,
         model=model,
     )
-    if result.status == "solved":
-        if on_solved is not None:
-            on_solved(result)
-        if design is not None:
-            phi = np.array(result.design["link_phi"])
-            model = model.with_inertias(matrix_from_phi(phi))
-        _check_motion(problem, model, start, goal, result)
+    if coarse is not None:
+        result.iterations += coarse.iterations
+        result.solve_time_s += coarse.solve_time_s
     return result
 
 
@@ -557,8 +594,24 @@ def _warm_start(
     if not all(np.all(np.isfinite(p)) for p in previous) or previous[0][-1] <= 0:
         raise WorkbenchError(f"{where}: values are not finite")
     t_old = previous[0] / previous[0][-1] * t[-1]
-    return np.column_stack(
-        [np.interp(t, t_old, column) for array in previous[1:] for column in array.T]
+    return np.concatenate(interpolate_knots(t_old, *previous[1:], t), axis=1)
+
+
+def interpolate_knots(
+    t_old: Array, q: Array, dq: Array, ddq: Array, t: Array
+) -> tuple[Array, Array, Array]:
+    """Knots (q, dq, ddq) at times ``t`` of the motion the transcription makes of knots at
+    ``t_old`` (module docstring): accelerations linear between knots, velocities and
+    values their exact integrals (so a solution's knots satisfy the integration rows at
+    every new knot within an old interval); the old knots' values at the old times."""
+    k = np.clip(np.searchsorted(t_old, t, side="right") - 1, 0, len(t_old) - 2)
+    h = (t_old[k + 1] - t_old[k])[:, None]
+    s = (t - t_old[k])[:, None]
+    jerk = (ddq[k + 1] - ddq[k]) / h
+    return (
+        q[k] + dq[k] * s + ddq[k] * s**2 / 2 + jerk * s**3 / 6,
+        dq[k] + ddq[k] * s + jerk * s**2 / 2,
+        ddq[k] + jerk * s,
     )
 
 
