@@ -209,7 +209,8 @@ def test_knots_interpolate_as_the_cubic_hermite_spline_of_scipy():
 def test_a_fine_reach_on_independent_coordinates_starts_from_a_coarse_solve(monkeypatch):
     """On more than twice COARSE_KNOTS knots the reach solves on COARSE_KNOTS first: the
     same optimum as the solve from the minimum-jerk guess (the weld five-bar, 70 knots),
-    the plan's end at the goal by Pinocchio's forward kinematics of the folder's URDF."""
+    the plan's end at the goal by Pinocchio's forward kinematics of the folder's URDF;
+    where the fine solve fails from there, the solve from the minimum-jerk guess follows."""
     from workbench.ocp import reach
 
     tool, start, goal, duration, torque, _ = PROBLEMS["5bar_linkage_iso6d"]
@@ -222,10 +223,19 @@ def test_a_fine_reach_on_independent_coordinates_starts_from_a_coarse_solve(monk
     monkeypatch.setattr(reach, "_solve", lambda p, *a: grids.append(p.knots) or inner(p, *a))
     refined = solve(problem, progress=False)
     assert grids == [70, reach.COARSE_KNOTS]
+    # a fine solve that fails from the coarse solution (here: its knots NaN) is followed
+    # by the solve from the minimum-jerk guess
+    grids.clear()
+    with monkeypatch.context() as patch:
+        nan = lambda t_old, q, dq, ddq, t: [np.full((len(t), q.shape[1]), np.nan)] * 3  # noqa: E731
+        patch.setattr(reach, "interpolate_knots", nan)
+        again = solve(problem, progress=False)
+    assert grids == [70, reach.COARSE_KNOTS, 70]
     monkeypatch.setattr(reach, "COARSE_KNOTS", problem.knots)  # no coarse solve
     cold = solve(problem, progress=False)
-    assert refined.status == cold.status == "solved"
+    assert refined.status == again.status == cold.status == "solved"
     assert abs(refined.objective - cold.objective) <= 1e-6 * cold.objective
+    assert again.objective == cold.objective
     chain = load(FOLDERS / "5bar_linkage_iso6d" / "robot.yaml", tool=tool)
     end = pinocchio_tool("5bar_linkage_iso6d", chain.joint_names, refined.q[-1])
     assert np.linalg.norm(end - goal) <= 1e-6

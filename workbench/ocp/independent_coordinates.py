@@ -63,11 +63,15 @@ class ClosedStates:
     singularity) or where the passive block is singular (the closure no longer fixes the
     passive joints: an IPOPT trial point on robot_delta with heavy rods stopped the solve
     with an error) gets NaN, which IPOPT's line search backs off from.
+    ``q_start``: the closed configuration the continuation first starts from, (n,) for
+    every knot or (K, n) one per knot (a warm start's: continued from the start
+    configuration, the knots of a solution far from it may meet a singularity on the way).
     """
 
     def __init__(self, model: ClosedChain, rows: np.ndarray, q_start: Array, knots: int):
         self.model, self.rows, self.knots = model, rows, knots
-        self.memory = [np.tile(np.asarray(q_start, dtype=float), (knots, 1))]
+        q_start = np.asarray(q_start, dtype=float)
+        self.memory = [np.broadcast_to(q_start, (knots, model.n)).copy()]
         m, n = len(model.active), model.n
         self.columns = np.concatenate([model.active + level * n for level in range(3)])
         self.passive = np.concatenate([model.passive + level * n for level in range(3)])
