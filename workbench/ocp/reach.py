@@ -333,8 +333,10 @@ def _solve(
             warm = {"t": coarse.t, "q": coarse.q, "dq": coarse.dq, "ddq": coarse.ddq}
         else:
             coarse = None
+    if problem.solver == "ipopt":
+        x_start = _warm_start(problem, model, q_start, q_goal, t, warm)  # (K, 3 n)
     if independent:  # CasADi holds callbacks weakly: keep them
-        guess = _closed_knots(model, q_start, warm, t)
+        guess = q_start if warm is None else _closed_knots(model, q_start, x_start[:, : model.n])
         built = independent_callbacks(model, K, rows, guess, design)
     else:
         built = functions(model, K, rows, design)
@@ -344,9 +346,7 @@ def _solve(
         )
     else:
         nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
-        x0 = _warm_start(problem, model, q_start, q_goal, t, warm)
-        if independent:
-            x0 = x0[:, built["states"].columns]
+        x0 = x_start[:, built["states"].columns] if independent else x_start
         x0 = x0.ravel()
         if problem.minimum_time:
             x0 = np.append(x0, problem.duration)
@@ -588,14 +588,10 @@ def _objective(nlp: dict, x0: Array) -> float:
         return np.nan
 
 
-def _closed_knots(model: ClosedChain, q_start: Array, warm: dict | None, t: Array) -> Array:
-    """Where the passive joints of each knot are first solved from: the ``warm`` solution's
-    configuration interpolated at the knot where that is closed to ``WARM_CLOSED``, else
+def _closed_knots(model: ClosedChain, q_start: Array, q: Array) -> Array:
+    """Where the passive joints of each knot are first solved from: the warm start's
+    configuration ``q`` (K, n) at the knots where that is closed to ``WARM_CLOSED``, else
     ``q_start``."""
-    if warm is None:
-        return q_start
-    t_old = warm["t"] / warm["t"][-1] * t[-1]
-    q = interpolate_knots(t_old, warm["q"], warm["dq"], warm["ddq"], t)[0]
     closed = np.isfinite(q).all(axis=1)
     if closed.any():
         closed[closed] = np.abs(residual(model, q[closed])).max(axis=1) <= WARM_CLOSED
