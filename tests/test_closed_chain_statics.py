@@ -65,22 +65,23 @@ def test_idle_joints_at_rest_stay_where_they_are(name):
 
 
 def test_a_rod_whose_rest_lies_beyond_its_joint_limits_stops_within_them(tmp_path):
-    """talos_like's rod limited to ankle_rod_2_rev0 in [-1, 0.9] in a copy of the folder: from
-    its closed configuration gravity pulls it below -1 (unlimited, it rests at -2.38); it
-    stops at the limit, not beyond (a start beyond a limit is one the reach's bounds reject)."""
+    """talos_like's rod limited to ankle_rod_2_rev0 in [-1.7, 0.9] in a copy of the folder: from
+    its closed configuration (-1.56) gravity pulls it below -1.7 (unlimited, it rests at
+    -1.85); it stops at the limit, not beyond (a start beyond a limit is one the reach's
+    bounds reject)."""
     folder = tmp_path / "talos_like"
     shutil.copytree(FOLDERS / "talos_like", folder)
     urdf = folder / "robot.urdf"
     tree = ElementTree.parse(urdf)
     (joint,) = [j for j in tree.getroot().iter("joint") if j.get("name") == "ankle_rod_2_rev0"]
-    joint.find("limit").attrib.update(lower="-1.0", upper="0.9")
+    joint.find("limit").attrib.update(lower="-1.7", upper="0.9")
     tree.write(urdf)
     chain = read_folder(folder, tool="foot")
     q = idle_equilibrium(chain, chain.home)
     np.testing.assert_array_equal(q[chain.motor_indices], chain.home[chain.motor_indices])
     assert np.all(q >= chain.tree.lower) and np.all(q <= chain.tree.upper)
     k = chain.joint_names.index("ankle_rod_2_rev0")
-    assert abs(q[k] - -1.0) <= 1e-6 < abs(chain.home[k] - -1.0)  # fell onto the lower limit
+    assert abs(q[k] - -1.7) <= 1e-6 < abs(chain.home[k] - -1.7)  # fell onto the lower limit
     V = potential(folder, chain.joint_names, q)
     assert V < potential(folder, chain.joint_names, chain.home)
 

@@ -77,10 +77,12 @@ def test_truth_in_the_frames_keeps_the_frames(iiwa):
 
 
 def test_joint_axis_errors_keep_the_twists(iiwa):
-    """Joint axes moved by 1e-2 (rad, m): auto keeps a twists candidate, which predicts the
-    held-out positions better than the nominal with fitted frames."""
+    """Joint axes moved by 2e-2 (rad, m): auto keeps a twists candidate, which predicts the
+    held-out positions better than the nominal with fitted frames. (With 1e-2 the frames
+    leave 0.92 mm held out against 0.82 mm of noise: whether the twists beat that by 10 %
+    followed the processor's rounding; here 1.16 mm against 0.92 mm.)"""
     log, _ = simulate_log(iiwa, samples=60, perturb=0.0, seed=0)
-    truth = perturbed_truth(iiwa, "kinematic", 1e-2, seed=0).chain
+    truth = perturbed_truth(iiwa, "kinematic", 2e-2, seed=0).chain
     log = replace(log, position=measured(truth, log.q, seed=2))
     report = calibrate(iiwa, "kinematic", log, Folds(5))
     selection = selection_of(report)

@@ -318,19 +318,22 @@ def solve_passive(model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = N
 
 def closed_configurations(
     model: ClosedChain, qa: ArrayLike, guess: ArrayLike | None = None,
-    closures: Closures | None = None,
+    closures: Closures | None = None, strict: bool = True,
 ) -> tuple[Array, Closures]:  # fmt: skip
     """:func:`solve_passive` for samples (N, a + i) or (N, a): the closed configurations
     (N, n) and their :class:`Closures` (for the derivatives at them, without building
     the loops again). ``closures``: those of ``guess`` (N, n), when the caller has them
-    (e.g. from the previous call along a simulation)."""
+    (e.g. from the previous call along a simulation). ``strict=False``: a sample whose
+    closure cannot be followed gets NaN and the others go on (an optimiser's trial
+    point with one knot beyond the workspace), instead of the error naming it."""
     start = model.home if guess is None else guess
     qa = coordinates(model, qa, "qa", np.asarray(start, dtype=float)[..., model.idle_indices])
     N = len(qa)
     q, _ = _configurations(model, np.broadcast_to(start, (N, model.n)), "guess")
     ok, q, closures = _newton(model, q.copy(), np.ones(N, dtype=bool), 30, closures)
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
+    failed = ~ok
+    if strict and failed.any():
+        i = int(np.flatnonzero(failed)[0])
         raise WorkbenchError(
             f"{model.name}: the starting configuration of sample {i} is not near a closed "
             "configuration (Newton's method on the passive joints does not converge there)"
@@ -341,17 +344,19 @@ def closed_configurations(
     mode = _mode(basis, K_p)
     begin = q[:, model.active].copy()
     distance = np.abs(qa - begin).max(axis=1)
-    far = np.flatnonzero(~(distance <= MAX_PATH))  # also NaN and inf
-    if far.size:
-        i = int(far[0])
+    far = ~(distance <= MAX_PATH)  # also NaN and inf
+    if strict and far.any():
+        i = int(np.flatnonzero(far)[0])
         raise WorkbenchError(
             f"{model.name}: actuated joints {np.round(qa[i], 6).tolist()} (sample {i}) are "
             f"{distance[i]:.3g} from the starting configuration; the closure is followed along "
             f"paths of at most {MAX_PATH:g} (rad or m)"
         )
-    done = np.zeros(N)
+    failed |= far
+    done = np.where(failed, 1.0, 0.0)
     first_step = np.minimum(1.0, CONTINUATION_STEP / np.maximum(distance, 1e-300))
     step = first_step.copy()
+    idx, ok = np.flatnonzero(done < 1.0), np.ones(0, dtype=bool)
     while np.any(done < 1.0):
         idx = np.flatnonzero(done < 1.0)
         goal = np.minimum(done[idx] + step[idx], 1.0)
@@ -363,7 +368,7 @@ def closed_configurations(
         step[idx[ok]] = np.minimum(2.0 * step[idx[ok]], first_step[idx[ok]])
         step[idx[~ok]] /= 2.0
         stuck = idx[~ok][step[idx[~ok]] < 1e-6 * first_step[idx[~ok]]]
-        if stuck.size:
+        if strict and stuck.size:
             i = int(stuck[0])
             raise WorkbenchError(
                 f"{model.name}: the closure cannot be followed to actuated joints "
@@ -371,9 +376,15 @@ def closed_configurations(
                 f"{np.round(q[i, model.active], 6).tolist()}, a singular configuration or the "
                 "workspace boundary"
             )
+        failed[stuck] = True
+        done[stuck] = 1.0
     if len(idx) < N or not ok.all():  # the last step's closures are not those of every q
         closures = Closures(model, q)
-    _check_branch(closures)
+    if strict:
+        _check_branch(closures)
+    else:
+        failed |= closures.misalignment().max(axis=1, initial=0.0) > np.pi / 2
+        q[failed] = np.nan
     return q, closures
 
 
@@ -465,11 +476,9 @@ def check_assembly(model: ClosedChain) -> ClosedChain:
     some closure cannot reach. Idle motions (mobility above the number of
     motors, the motions the closures leave with the motors still: null(K_p))
     get coordinates: the idle joints, chosen by pivoted QR of the null space's
-    rows (the joints that move most along it), so that the motors and idle
-    joints fix every other joint (coordinate partitioning, [Wehage1982]).
+    rows (the joints that move most along it, :func:`_idle_columns`), so that the motors
+    and idle joints fix every other joint (coordinate partitioning, [Wehage1982]).
     """
-    from scipy.linalg import qr
-
     r = residual(model, model.home)
     if np.abs(r).max() > 1e-9:
         row = int(np.argmax(np.abs(r)))
@@ -497,6 +506,25 @@ def check_assembly(model: ClosedChain) -> ClosedChain:
     if idle == 0:
         return replace(model, idle=())
     null = np.linalg.svd(K_p)[2][rank:]  # (idle, passive): the idle motions
-    pivots = qr(null, pivoting=True, mode="economic")[2][:idle]
-    names = tuple(model.tree.joint_names[others[k]] for k in sorted(pivots))
+    names = tuple(model.tree.joint_names[others[k]] for k in sorted(_idle_columns(null)))
     return replace(model, idle=names)
+
+
+TIE = 1e-6  # relative: columns of the idle motions this close in norm are equal choices
+
+
+def _idle_columns(null: Array) -> list[int]:
+    """Columns of ``null`` (idle, passive) that span its rows: greedy column pivoting as
+    in pivoted QR [Wehage1982], the largest remaining column first, and among columns equal
+    to ``TIE`` the first (a rod spinning between two ball joints moves both ends alike:
+    the choice rounding made between them followed the last bits of the URDF's parse)."""
+    remaining = null.copy()
+    chosen: list[int] = []
+    for _ in range(len(null)):
+        norms = np.linalg.norm(remaining, axis=0)
+        norms[chosen] = 0.0
+        k = int(np.flatnonzero(norms >= (1.0 - TIE) * norms.max())[0])
+        chosen.append(k)
+        u = remaining[:, k] / norms[k]
+        remaining -= np.outer(u, u @ remaining)
+    return chosen

@@ -34,7 +34,8 @@ it defines them):
   heavier than :data:`HEAVY`;
 * no home configuration is given: q = 0 is closed with the smallest move by
   Levenberg-Marquardt on all joints ([Nocedal] §10.3, Marquardt's scaling,
-  steps of at most ``MAX_STEP`` projected into the joint limits),
+  steps of at most ``MAX_STEP`` projected into the joint limits, iterates on a grid of
+  ``GRID``, so that the home does not depend on the processor's rounding),
   with the rotation residual ``R - I`` (no half-turn roots), then Newton's
   method with minimum-norm steps on the closure residual; a closure left
   above ``CLOSED`` is refused naming it.
@@ -70,6 +71,8 @@ CLOSED = 1e-10
 LM_ITERATIONS = 300
 RESTARTS = 8  # further Levenberg-Marquardt starts when the first stops short
 MAX_STEP = 0.3  # rad or m: the largest joint move of one Levenberg-Marquardt step
+GRID = 2.0**-30  # rad or m (9.3e-10): Levenberg-Marquardt's iterates on this grid ...
+LM_CLOSED = 1e-8  # ... until the residual is this small; Newton's method closes from there
 HEAVY = 1000.0  # kg: a link of a legged or parallel mechanism heavier than this is warned of
 
 
@@ -355,7 +358,8 @@ def closed_configuration(chain: ClosedChain, start: Array | None = None) -> Arra
     Levenberg-Marquardt from ``start``; where it stops short (a stationary
     point of the residual: a half-turn misalignment is one), again from
     ``RESTARTS`` starts spread around ``start`` by growing random moves
-    (seeded: the same model gives the same home), keeping the first that
+    (seeded: the same model gives the same home, on any processor: :func:`_snapped`),
+    keeping the first that
     closes. Raises WorkbenchError naming the closure and its residual when
     none closes to ``CLOSED``.
     """
@@ -386,6 +390,16 @@ def closed_configuration(chain: ClosedChain, start: Array | None = None) -> Arra
     )
 
 
+def _snapped(q: Array) -> Array:
+    """``q`` on the grid of ``GRID``: Levenberg-Marquardt's iterates there, where it ends
+    is no longer decided by the last bits of its linear algebra (its path on the closed
+    configurations, all equally good to it, is chaotic: from q = 0 moved by 1e-13,
+    cassie_like's ended up to 3.5 rad apart, and a processor with other BLAS kernels gave
+    another home). Rounding then moves an iterate only where it lies within rounding of a
+    grid cell's edge."""
+    return np.round(q / GRID) * GRID
+
+
 def _close(chain: ClosedChain, q: Array) -> tuple[Array, Array, Array]:
     """Levenberg-Marquardt then Newton from q: (q, |closure residual|, misalignments)."""
     n = chain.n
@@ -396,11 +410,12 @@ def _close(chain: ClosedChain, q: Array) -> tuple[Array, Array, Array]:
     def value(x: Array) -> Array:
         return _rotation_free_residual(Closures(chain, np.atleast_2d(x)))
 
+    q = np.clip(_snapped(q), lower, upper)
     r = value(q)[0]
     damping = 1e-3
     for _ in range(LM_ITERATIONS):
         cost = r @ r
-        if np.abs(r).max() < 1e-12:
+        if np.abs(r).max() < LM_CLOSED:
             break
         sides = value(q + units)
         J = ((sides[:n] - sides[n:]) / (2 * h)).T
@@ -409,7 +424,7 @@ def _close(chain: ClosedChain, q: Array) -> tuple[Array, Array, Array]:
         scale = np.maximum(np.diag(A), 1e-12)
         step = -np.linalg.solve(A + damping * np.diag(scale), g)
         step *= min(1.0, MAX_STEP / max(np.abs(step).max(), 1e-300))
-        step = np.clip(q + step, lower, upper) - q  # projected: joint limits hold
+        step = np.clip(_snapped(q + step), lower, upper) - q  # projected: joint limits hold
         trial = value(q + step)[0]
         if trial @ trial < cost:
             q, r = q + step, trial

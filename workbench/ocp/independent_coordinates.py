@@ -100,20 +100,11 @@ class ClosedStates:
         distance = np.abs(stored[:, :, self.model.active] - qa).max(axis=2)
         guess = stored[np.argmin(distance, axis=0), np.arange(N)]
         try:
-            q, _ = closed_configurations(self.model, qa, guess)
-        except WorkbenchError:
-            q = self._one_by_one(qa, guess)
+            q, _ = closed_configurations(self.model, qa, guess, strict=False)
+        except WorkbenchError:  # values that are no joint values (not finite)
+            q = np.full_like(guess, np.nan)
         if remember:
             self.memory = [np.where(np.isfinite(q), q, guess), *self.memory][:MEMORY]
-        return q
-
-    def _one_by_one(self, qa: Array, guess: Array) -> Array:
-        q = np.full_like(guess, np.nan)
-        for k in range(len(qa)):
-            try:
-                q[k] = closed_configurations(self.model, qa[k : k + 1], guess[k : k + 1])[0][0]
-            except WorkbenchError:
-                continue
         return q
 
     def _closed(self, x: Array, jacobian: bool) -> tuple:
