@@ -103,3 +103,30 @@ def test_fold_fits_from_block_factors_are_the_least_squares_of_the_training_rows
         fit = problem.fit(training)
         assert fit.rows == X.shape[0]
         np.testing.assert_allclose(fit.beta, beta, rtol=1e-9, atol=1e-9 * np.abs(beta).max())
+
+
+def test_the_identifiable_subspace_when_lapacks_divide_and_conquer_fails(monkeypatch):
+    """Where numpy's SVD (gesdd) does not converge (the TX40 twist fit on a processor with
+    AVX-512 kernels), the subspace comes from gesvd: the same singular values (numpy's own, to
+    1e-12 relative) and the same span of directions."""
+    from workbench.calibration.fitting.solver import identifiable_subspace
+
+    rng = np.random.default_rng(3)
+    J = rng.standard_normal((40, 9)) @ np.diag(np.logspace(0, -12, 9))
+    prior = np.linalg.qr(rng.standard_normal((9, 7)))[0]
+    expected = identifiable_subspace(J, prior)
+    svd = np.linalg.svd
+
+    def fails(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", fails)
+    fallback = identifiable_subspace(J, prior)
+    monkeypatch.setattr(np.linalg, "svd", svd)
+    s = np.linalg.svd(np.linalg.qr(J @ prior / np.linalg.norm(J @ prior, axis=0), mode="r"),
+                      compute_uv=False)  # fmt: skip
+    np.testing.assert_allclose(fallback.singular_values, s, rtol=1e-12, atol=1e-12 * s[0])
+    assert fallback.basis.shape == expected.basis.shape
+    k = expected.basis.shape[1]
+    overlap = np.linalg.svd(expected.basis.T @ fallback.basis, compute_uv=False)
+    np.testing.assert_allclose(overlap, np.ones(k), atol=1e-10)

@@ -69,7 +69,7 @@ def identifiable_subspace(
     X = Jp / scale
     if X.shape[0] > X.shape[1]:  # same singular values and V, much faster for tall J
         X = np.linalg.qr(X, mode="r")
-    _, s, Vt = np.linalg.svd(X, full_matrices=False)
+    s, Vt = _singular_values_and_directions(X)
     if Vt.shape[0] < Vt.shape[1]:  # fewer residuals than candidate directions
         Vt = np.vstack([Vt, orthogonal_complement(Vt.T).T])
         s = np.concatenate([s, np.zeros(Vt.shape[0] - s.shape[0])])
@@ -85,6 +85,19 @@ def identifiable_subspace(
 
     cond = float(s[0] / s[rank - 1]) if rank > 0 else np.inf
     return Subspace(basis, unseen, s, cond)
+
+
+def _singular_values_and_directions(X: Array) -> tuple[Array, Array]:
+    """``s`` and ``Vt`` of the thin SVD of X: LAPACK's divide and conquer (numpy), and where
+    that does not converge, the QR iteration (``gesvd``, scipy). On this project's TX40 twist
+    fit the first stopped with "SVD did not converge" on a finite matrix on a processor
+    with AVX-512 kernels."""
+    try:
+        return np.linalg.svd(X, full_matrices=False)[1:]
+    except np.linalg.LinAlgError:
+        from scipy.linalg import svd
+
+        return svd(X, full_matrices=False, lapack_driver="gesvd")[1:]
 
 
 def _preferred_subspace(
