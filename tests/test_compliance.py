@@ -53,6 +53,28 @@ def test_gravity_torques_with_a_payload_are_pinocchios(ur5):
     assert np.abs(bent.tau).max() > 10.0  # the check sees real torques
 
 
+def test_a_joint_under_the_same_load_in_every_sample_is_held_rigid(ur5):
+    """A joint whose gravity torque (Pinocchio's generalized gravity) is the same in every
+    sample sags by the same amount everywhere, which its offset cannot be told from: not
+    loaded. Only the first (vertical) joint moving leaves every torque unchanged; with the
+    others moving, the joints whose torque varies (and is not negligible) are loaded."""
+    rng = np.random.default_rng(1)
+    q = np.tile(rng.uniform(-1, 1, ur5.n), (20, 1))
+    q[:, 0] = np.linspace(-3, 3, 20)
+    model = wb.to_pinocchio(ur5)
+    data = model.createData()
+    tau = np.array([pin.computeGeneralizedGravity(model, data, s) for s in q])
+    assert np.ptp(tau, axis=0).max() < 1e-9 * np.abs(tau).max() and np.abs(tau).max() > 10
+    assert not compliance.loaded_joints(ur5, q).any()
+    q = rng.uniform(-3, 3, size=(20, ur5.n))
+    tau = np.abs([pin.computeGeneralizedGravity(model, data, s) for s in q])
+    varied = (np.ptp(tau, axis=0) >= compliance.VARIED * tau.max(axis=0)) & (
+        tau.max(axis=0) >= compliance.LOADED * tau.max()
+    )
+    assert varied.sum() >= 2
+    np.testing.assert_array_equal(compliance.loaded_joints(ur5, q), varied)
+
+
 def test_twist_derivatives_of_the_deflection_are_central_differences(ur5):
     """d q_link / d eta (c times the analytic twist derivatives of the gravity torques) equals
     central differences of the deflection of ``chain.with_eta`` to 1e-7."""

@@ -93,10 +93,11 @@ def logs(tmp_path_factory, iiwa):
 @pytest.mark.parametrize(
     ("kind", "log", "extra", "message"),
     [
-        ("kinematic", "kinematic_short", [], "cannot measure the calibration"),
+        ("kinematic", "kinematic_short", [], r"too few samples \(8\) to hold out 0.2 .* 1 held"),
         ("kinematic", "kinematic_tiny", [], r"kinematic_tiny\.csv: too few samples"),
         ("twist", "dynamic_tiny", [], r"dynamic_tiny\.csv: too few samples"),
-        ("dynamic", "dynamic_short", [], "underdetermined identification"),
+        ("dynamic", "dynamic_short", [], r"too few samples \(8\) to hold out 0.2 .* 1 held"),
+        ("dynamic", "dynamic_short", ["--validation", "0.3"], "underdetermined identification"),
         ("dynamic", "dynamic", ["--validation", "0.999"], "underdetermined identification"),
     ],
 )
@@ -108,14 +109,49 @@ def test_underdetermined_fits_are_refused(capsys, tmp_path, logs, kind, log, ext
     assert not out.exists() and not list(tmp_path.glob(NO_STAGING))
 
 
+def test_a_joint_missing_between_logged_joints_is_refused(capsys, tmp_path, logs, iiwa):
+    """A log without a middle joint's column (a column lost on the way) would lock that
+    joint at 0 inside the chain and fit some other geometry, with exit 0: refused, naming
+    the joint and the logged joints around it."""
+    rows = [row.split(",") for row in (logs / "kinematic.csv").read_text().splitlines()]
+    middle = iiwa.joint_names[3]
+    keep = [i for i, name in enumerate(rows[0]) if name != f"q_{middle}"]
+    path = tmp_path / "lost.csv"
+    path.write_text("".join(",".join(row[i] for i in keep) + "\n" for row in rows))
+    line = fails(capsys, ["calibrate", "--model", "iiwa", "--log", str(path), "--kind",
+                          "kinematic", "--out", str(tmp_path / "out"), "--quiet"])  # fmt: skip
+    names = iiwa.joint_names
+    assert f"joint '{middle}' lies between the joints to calibrate '{names[2]}' and " in line
+    assert f"'{names[4]}'" in line and f"no q_{middle} column" in line
+
+
+def test_poses_of_another_frame_than_the_tool_exit_1(capsys, tmp_path, iiwa):
+    """Tool positions over postures across the workspace, calibrated as if they were those
+    of a link four moving joints above the tool, leave held-out errors (decimetres) that no
+    geometry a calibration finds explains: exit 1, with the reason in summary.json."""
+    q = np.random.default_rng(5).uniform(-1.5, 1.5, size=(60, iiwa.n))
+    position = forward_kinematics(iiwa, q)[:, :3, 3]
+    log = Log(t=np.arange(60.0), q=q, position=position, joint_names=iiwa.joint_names,
+              source="poses.csv")  # fmt: skip
+    out = tmp_path / "out"
+    argv = ["calibrate", "--model", "iiwa", "--log", str(write_log(tmp_path / "poses.csv", log)),
+            "--kind", "kinematic", "--tool", "iiwa_link_3", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == 1
+    assert "(results written for inspection)" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["heldout"]["calibrated"]["position_rms_m"] > 0.05
+    assert any("--tool frame" in reason for reason in summary["exit"]["reasons"])
+
+
 def test_worse_calibration_exits_1_and_writes_valid_json(capsys, tmp_path, logs):
     out = tmp_path / "out"
     argv = ["calibrate", "--model", "iiwa", "--log", str(logs / "kinematic.csv")]
     argv += ["--kind", "kinematic", "--out", str(out), "--quiet", "--validation", "0.98"]
     argv += ["--parameters", "twists"]  # forced: auto would keep the nominal
     line = fails(capsys, argv, code=1)  # 6 samples fit, 294 held out
-    assert "calibration did not help (results written for inspection)" in line
+    assert "(results written for inspection)" in line
     summary = json.loads((out / "summary.json").read_text(), parse_constant=_no_constants)
+    assert any("worse than the nominal" in reason for reason in summary["exit"]["reasons"])
     held = summary["heldout"]
     assert held["calibrated"]["relative_rms"] > held["nominal"]["relative_rms"]
     assert json_ready({"a": [math.nan, np.float64(np.inf), 1.0]}) == {"a": [None, None, 1.0]}

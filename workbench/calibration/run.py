@@ -37,7 +37,7 @@ from pathlib import Path
 from workbench import closed_chains, models
 from workbench.calibration.checks.effort_units import compare_efforts, effort_summary
 from workbench.calibration.checks.fit_plausibility import Diagnosis, diagnose
-from workbench.calibration.checks.geometry_plausibility import compare_geometry
+from workbench.calibration.checks.geometry_plausibility import compare_geometry, position_misfit
 from workbench.calibration.checks.link_plausibility import compare_links
 from workbench.calibration.cross_validation import CalibrationReport, calibrate
 from workbench.calibration.fitting.closed_chain import require_motor_coordinates
@@ -248,7 +248,7 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     report = calibrate(chain, request.kind, log, validation, options)
     diagnoses = []
     if request.kind == "kinematic" and isinstance(report.chain, Chain):
-        diagnoses = compare_geometry(chain, report.chain)
+        diagnoses = compare_geometry(chain, report.chain) + position_misfit(report.summary)
     if not large and spec.requires == ("tau",) and log_chain is chain:
         diagnoses = diagnose(log, chain, report.chain, nominal)
         checked = effort_summary(compare_efforts(log, chain, nominal))

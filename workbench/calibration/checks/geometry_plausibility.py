@@ -17,7 +17,10 @@ joint offsets, nor a frame's slide along its own axis change:
   :data:`ANGLE_CHANGE`.
 
 Both bounds are ten times and more what the real calibrations above need;
-they judge plausibility, not accuracy.
+they judge plausibility, not accuracy. So does :func:`position_misfit`: a calibrated model
+whose held-out positions miss by more than :data:`LENGTH_CHANGE` (the poses of another frame
+than the tool, a joint the log does not give that moved) explains the log by no geometry
+a calibration could find.
 """
 
 from __future__ import annotations
@@ -78,3 +81,17 @@ def _lines(chain: Chain) -> tuple[Array, Array]:
     """Joint frame origins (n, 3) and unit axes (n, 3) in the base frame at q = 0."""
     frames = chain.joint_frames
     return frames[:, :3, 3], np.einsum("nij,nj->ni", frames[:, :3, :3], chain.axes)
+
+
+def position_misfit(summary: dict) -> list[Diagnosis]:
+    """A kinematic calibration whose held-out position RMS exceeds :data:`LENGTH_CHANGE`
+    (module docstring), from its ``summary``; [] otherwise."""
+    rms = summary.get("heldout", {}).get("calibrated", {}).get("position_rms_m")
+    if rms is None or not rms > LENGTH_CHANGE:
+        return []
+    evidence = (
+        f"the calibrated model misses the held-out positions by {1000 * rms:.0f} mm RMS, more "
+        f"than the {1000 * LENGTH_CHANGE:.0f} mm any calibration corrects: are the poses those "
+        "of the --tool frame, and does the log give every joint that moved?"
+    )
+    return [Diagnosis("unknown", evidence)]

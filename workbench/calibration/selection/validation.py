@@ -50,9 +50,11 @@ class EndSplit:
     def splits(self, t: Array) -> list[tuple[np.ndarray, np.ndarray]]:
         start, span = _span(t)
         test = t >= start + (1.0 - self.fraction) * span
-        if test.all() or not test.any():
+        if test.all() or test.sum() < 2:  # one sample has no spread to measure errors against
             raise WorkbenchError(
-                f"too few samples ({t.size}) to hold out {self.fraction} of the log"
+                f"too few samples ({t.size}) to hold out {self.fraction} of the log: "
+                f"{int(test.sum())} held out, a held-out figure needs at least 2 (cross-validate "
+                "with --folds K, or record more samples)"
             )
         return [(np.flatnonzero(~test), np.flatnonzero(test))]
 
