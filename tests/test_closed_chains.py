@@ -386,6 +386,24 @@ def test_motor_torques_drive_pinocchio_constraint_dynamics(pinocchio_setup, name
                   worst) <= 1e-8  # fmt: skip
 
 
+def test_reduced_inertia_is_pinocchios_kinetic_energy(pinocchio_setup, name):
+    """dq_a^T S^T M S dq_a / 2 is the kinetic energy Pinocchio computes of the tree moving
+    with the closed chain's joint velocities dq = S dq_a."""
+    closed, pinocchio_model, _, order = pinocchio_setup
+    data = pinocchio_model.createData()
+    q, dq, _ = closed_states(closed, name, 6, seed=4)
+    dqa = dq[:, closed.active]
+    M_r = dynamics.reduced_inertia(closed, q)
+    energy = 0.5 * np.einsum("si,sij,sj->s", dqa, M_r, dqa)
+    reference = [
+        pin.computeKineticEnergy(pinocchio_model, data, to_pinocchio_order(q[s], order),
+                                 to_pinocchio_order(dq[s], order))
+        for s in range(len(q))
+    ]  # fmt: skip
+    np.testing.assert_allclose(energy, reference, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(M_r, np.swapaxes(M_r, 1, 2), rtol=0, atol=1e-12 * np.abs(M_r).max())
+
+
 def test_regressor_times_phi_is_the_motor_torques(model, name):
     """Both regressors times phi are their forces: every independent coordinate's, and the
     motors' (the same rows: torque_regressor has no idle rows, as motor_torques)."""

@@ -188,6 +188,53 @@ def test_a_trial_point_where_the_passive_joints_are_not_fixed_is_no_model_error(
     assert "the model failed" not in done.stderr and "Traceback" not in done.stderr
 
 
+def test_redundant_legs_are_regularised_and_report_the_torque_integral(tmp_path):
+    """cassie_like (five motors for the foot's three coordinates) gets the posture and
+    acceleration terms, weighted by the static torques at the start (Pinocchio's gravity
+    through the closures' velocity map) and the largest reduced inertia there; the five-bar
+    and the delta (as many motors as directions) get none. The summary's objective is the
+    trapezoid torque integral of the plan's torques, and its regularisation the two terms
+    evaluated on the plan's motor positions and accelerations."""
+    from workbench.closed_chains.dynamics import reduced_inertia
+    from workbench.closed_chains.kinematics import Closures, PassiveSolver
+    from workbench.ocp.reach import ARMATURE, POSTURE, regularisation_weights
+
+    for name in ("5bar_linkage", "robot_delta"):
+        chain = load(FOLDERS / name / "robot.yaml", tool=PROBLEMS[name][0])
+        assert regularisation_weights(chain, chain.home) == (0.0, 0.0)
+    tool, start, goal, duration, torque, _ = PROBLEMS["cassie_like"]
+    path = tmp_path / "cassie.toml"
+    path.write_text(
+        f'[task]\nmodel = "{FOLDERS / "cassie_like" / "robot.yaml"}"\ntool = "{tool}"\n'
+        f"start = {start}\ngoal = {goal}\nduration = {duration}\n"
+        f"[limits]\ntorque = {torque}\n[transcription]\nknots = 12\n"
+    )
+    result = solve(ReachProblem.from_toml(path), progress=False)
+    assert result.status == "solved"
+    chain = result.model
+    motors = chain.motor_indices
+    q0 = result.q[0]
+    model = pin.buildModelFromUrdf(str(FOLDERS / "cassie_like" / "robot.urdf"))
+    gravity = pin.computeGeneralizedGravity(
+        model, model.createData(), configuration(model, chain.joint_names, q0)
+    )
+    order = [model.joints[model.getJointId(j)].idx_v for j in chain.joint_names]
+    S = PassiveSolver(chain, Closures(chain, q0[None]).jacobian()).velocity_map()[0]
+    static = (S.T @ gravity[order])[: len(motors)]
+    largest = np.linalg.eigvalsh(reduced_inertia(chain, q0)[: len(motors), : len(motors)])[-1]
+    w, b = regularisation_weights(chain, q0)
+    assert w == pytest.approx(POSTURE * static @ static, rel=1e-9) and w > 0
+    assert b == pytest.approx(ARMATURE * largest, rel=1e-12) and b > 0
+    h = result.t[1] - result.t[0]
+    weights = np.full(len(result.t), h)
+    weights[[0, -1]] = h / 2
+    assert result.objective == pytest.approx(weights @ np.sum(result.tau**2, axis=1), rel=1e-9)
+    moved = result.q[:, motors] - q0[motors]
+    terms = w * np.sum(moved**2, axis=1) + b**2 * np.sum(result.ddq[:, motors] ** 2, axis=1)
+    assert result.regularisation == pytest.approx(weights @ terms, rel=1e-9)
+    assert result.regularisation > 0
+
+
 def test_knots_interpolate_as_the_cubic_hermite_spline_of_scipy():
     """Knots that satisfy the integration rows (accelerations linear between knots) are
     interpolated onto any grid as the C2 cubic through them, which is scipy's cubic Hermite

@@ -167,6 +167,29 @@ def test_matrices_against_pinocchio(chains, name):
     assert relative_error(M_ddot, (M_fd[2] - 2 * M_fd[1] + M_fd[0]) / H**2) < 1e-6
 
 
+def test_a_massless_link_keeps_its_rotational_inertia(chains):
+    """A link of zero mass with a rotational inertia (a rotor modelled as pure inertia) is
+    the same in Pinocchio's model as in the project's inverse dynamics: M(q) from
+    Pinocchio's CRBA equals the columns of inverse dynamics at unit accelerations."""
+    from workbench.dynamics.inverse_dynamics import inverse_dynamics
+
+    chain = chains["iiwa"]
+    inertias = chain.inertias.copy()
+    inertias[-1] = 0.0
+    inertias[-1][:3, :3] = np.diag([0.01, 0.02, 0.03])  # about the link's origin, no mass
+    light = replace(chain, inertias=inertias)
+    q = sines(chain.n, seed=9)(TIMES, 0)[:3]
+    n = chain.n
+    rest = inverse_dynamics(light, q, 0 * q, 0 * q)
+    columns = [
+        inverse_dynamics(light, q, 0 * q, np.tile(np.eye(n)[j], (len(q), 1))) - rest
+        for j in range(n)
+    ]
+    M = mass_matrix(light, q)
+    assert relative_error(M, np.stack(columns, axis=-1)) < 1e-13
+    assert relative_error(M, mass_matrix(chain, q)) > 1e-6  # the inertia is seen
+
+
 def test_task_space_dynamics_reproduce_the_tool_motion(chains):
     """F = Lambda V_dot + eta (seed 004 eq. 9.97) with F = J_bar^T tau and V_dot from Pinocchio."""
     chain = chains["iiwa"]

@@ -43,6 +43,7 @@ from workbench.closed_chains.kinematics import (
 )
 from workbench.closed_chains.model import ClosedChain
 from workbench.dynamics.inverse_dynamics import inverse_dynamics
+from workbench.dynamics.matrices import mass_matrix
 from workbench.dynamics.regressor import torque_regressor as tree_regressor
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -82,6 +83,16 @@ def motor_torques(
     """Motor torques (N, a) of eq. (1) at closed states (N, n) in ``model.joint_names``
     order, motors in ``model.actuated`` order; ``f_tool`` as in inverse_dynamics."""
     return coordinate_forces(model, q, dq, ddq, f_tool)[..., : len(model.actuated)]
+
+
+def reduced_inertia(model: ClosedChain, q: ArrayLike) -> Array:
+    """The closed chain's inertia ``S^T M(q) S`` (N, a + i, a + i) on its independent
+    coordinates (``model.active``) at closed configurations ``q`` (N, n): ``M`` the tree's
+    joint-space inertia, ``S`` the velocity map of the closures."""
+    (q,), batched = _state(model, q=q)
+    S = PassiveSolver(model, Closures(model, q).jacobian()).velocity_map()
+    M = np.swapaxes(S, 1, 2) @ mass_matrix(model.tree, q) @ S
+    return M if batched else M[0]
 
 
 def coordinate_regressor(model: ClosedChain, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> Array:

@@ -198,10 +198,10 @@ def to_pinocchio(chain: Chain):
             np.array([chain.lower[i]]),
             np.array([chain.upper[i]]),
         )
-        body = (  # a massless link has no centre of mass: Pinocchio's zero inertia
+        body = (  # a massless link (no centre of mass) keeps its rotational inertia
             pin.Inertia.FromDynamicParameters(inertia.phi_to_pinocchio(local_phi[i]))
             if local_phi[i, 0] > 0.0
-            else pin.Inertia.Zero()
+            else pin.Inertia(0.0, np.zeros(3), inertia.rotational_inertia(local_phi[i]))
         )
         model.appendBodyToJoint(jid, body, pin.SE3.Identity())
         joint_frame = model.addJointFrame(jid, parent_frame)
@@ -234,6 +234,30 @@ def load_urdf_model(path: str | os.PathLike):
     """
     check_urdf(path)
     return parse_quietly(path, lambda: pin.buildModelFromUrdf(str(path)))
+
+
+def _between_kept(model, names: Sequence[str], kept: set[str]) -> list[tuple[str, str, str]]:
+    """The joints of ``names`` with a ``kept`` joint above and one below them in the tree:
+    (joint, the nearest kept joint above, the nearest below)."""
+    kept_ids = [model.getJointId(name) for name in kept]
+    out = []
+    for name in names:
+        jid = model.getJointId(name)
+        above = next((a for a in _ancestors(model, jid) if model.names[a] in kept), None)
+        under = [k for k in kept_ids if jid in _ancestors(model, k)]
+        below = min(under, key=lambda k: len(_ancestors(model, k)), default=None)
+        if above is not None and below is not None:
+            out.append((name, model.names[above], model.names[below]))
+    return out
+
+
+def _ancestors(model, jid: int) -> list[int]:
+    """The joints above joint ``jid``, nearest first (the universe, 0, left out)."""
+    out = []
+    while model.parents[jid] > 0:
+        jid = model.parents[jid]
+        out.append(jid)
+    return out
 
 
 def _frame_id(model, name: str) -> int:
@@ -332,7 +356,7 @@ def reduced_model(
             f"([model.locked]) or calibrate both from their logged positions"
             + (f" (also: {', '.join(followers[1:])})" if len(followers) > 1 else "")
         )
-    values = {}
+    values, unset = {}, []
     for name in movable:
         if name in kept:
             continue
@@ -345,6 +369,14 @@ def reduced_model(
             values[name] = multiplier * float(locked[other]) + offset
         else:
             values[name] = 0.0
+            unset.append(name)
+    for name, above, below in _between_kept(model, unset, kept):
+        raise WorkbenchError(
+            f"{source}: joint '{name}' lies between the joints to calibrate '{above}' and "
+            f"'{below}', and nothing gives its value (no q_{name} column, not in [model] "
+            f"joints): it would be locked at 0 inside the chain; log it, or lock it where it "
+            f"stood ([model.locked] {name} = VALUE in a log description)"
+        )
     q = pin.neutral(model)
     for name, value in values.items():
         jid = model.getJointId(name)

@@ -191,6 +191,9 @@ class ReachResult:
     ``transcription_error`` the error the knots make
     (:func:`workbench.ocp.reach.transcription_error`); ``warnings`` says
     when it is too large to trust the plan, or the plan cannot be simulated.
+    ``objective`` is the torque integral (with minimum time: the duration plus 1e-3 of it);
+    ``regularisation`` the posture and acceleration terms IPOPT minimised beside it
+    (:func:`workbench.ocp.reach.regularisation_weights`; 0 where there are none).
     ``problem`` and ``model`` (the nominal closed chain) are what was solved;
     ``drawings`` the result files being drawn since the solve
     (:func:`workbench.ocp.report.draw_figures`), empty until then.
@@ -213,6 +216,7 @@ class ReachResult:
     transcription_error: float = float("nan")
     design: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    regularisation: float = 0.0
     problem: ReachProblem | None = None
     model: ClosedChain | None = field(default=None, repr=False, compare=False)
     drawings: dict = field(default_factory=dict, repr=False, compare=False)
@@ -265,6 +269,7 @@ class ReachResult:
             "status": self.status,
             "message": self.message,
             "objective": self.objective,
+            "regularisation": self.regularisation,
             "iterations": self.iterations,
             "solve_time_s": self.solve_time_s,
             "max_constraint_violation": self.max_constraint_violation,

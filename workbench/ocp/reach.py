@@ -34,6 +34,19 @@ singular, such as cassie_like's ball joints near gimbal lock, made IPOPT fail
 1,000 iterations in tree coordinates; 18 iterations this way). Their fine grids
 start from the solution on a coarse one (:func:`solve`).
 
+A closed chain with more motors than the tool has directions (a leg's six motors for its
+foot's three coordinates) leaves the postures that hold the tool free, and the squared
+torques alone pull them far: gravity's torques fall as a leg swings toward hanging, and
+IPOPT crept along such motions for hundreds of iterations, its Hessian indefinite at every
+step (digit_like_2legs, battobot_6d, disney_like, wl16_like: not finished in 12-15 min).
+Their objective has two regularisation terms, as Crocoddyl's state and control
+regularisation costs do: the motors' squared distance from the start posture, weighted so
+that 1 rad costs the squared static torques of holding the start, and a virtual armature
+(1 % of the largest reduced inertia) on every motor's acceleration, without which the light
+motors' accelerations, which cost almost no torque, alternate from knot to knot
+(:func:`regularisation_weights`). ``objective`` stays the torque integral; the terms'
+value is reported beside it.
+
 After a solve the optimal motor torques (linear between knots) are
 integrated open loop with the closed-chain dynamics; the final task error
 reported is that of the simulated motion (the plan meets the goal to the
@@ -49,7 +62,12 @@ from dataclasses import replace
 import casadi as ca
 import numpy as np
 
-from workbench.closed_chains.dynamics import forward_dynamics, simulate
+from workbench.closed_chains.dynamics import (
+    forward_dynamics,
+    motor_torques,
+    reduced_inertia,
+    simulate,
+)
 from workbench.closed_chains.kinematics import (
     accelerations,
     independent_rows,
@@ -100,6 +118,8 @@ SHORT_TRAVEL = 1e-3  # m or rad: travel below this is judged against it, not as 
 IDLE_RANGE = np.pi / 2  # rad: how far an idle joint may move from the start (independent)
 SUBSTEPS = (1, 8, 64)  # RK4 steps per knot interval of the simulation, tried in turn
 COARSE_KNOTS = 30  # knots of the first solve of a fine independent-coordinate problem
+POSTURE = 1.0  # posture weight: squared static motor torques at the start per rad^2 (or m^2)
+ARMATURE = 1e-2  # virtual armature of every motor: of the largest reduced inertia at the start
 WARM_CLOSED = 1e-6  # closure residual of interpolated warm-start knots Newton starts from
 
 
@@ -118,6 +138,27 @@ def initial_guess(model: ClosedChain, q0: Array, q1: Array, t: Array) -> Array:
 
 
 # ------------------------------------------------------------ transcription
+def regularisation_weights(model: ClosedChain, q_start: Array) -> tuple[float, float]:
+    """Weights ``(w, b)`` of the posture and acceleration terms of a closed chain with more
+    motors than the tool has directions (module docstring); (0, 0) for any other.
+
+    ``w = POSTURE |tau_s|^2`` per rad^2 (m^2 on prismatic motors), ``tau_s`` the motors'
+    static torques at ``q_start``: a motor 1 rad away from its start costs as much as
+    holding the start; ``b = ARMATURE lambda_max``, ``lambda_max`` the largest eigenvalue of
+    the motors' reduced inertia ``S^T M S`` there: every motor's acceleration costs as if it
+    carried that share of the heaviest inertia as a rotor.
+    """
+    motors = len(model.actuated)
+    J = reduced_task_jacobian(model, q_start[None])[0][:, :motors]
+    s = np.linalg.svd(J, compute_uv=False)
+    if motors <= int(np.sum(s > 1e-9 * max(s.max(initial=0.0), 1e-300))):
+        return 0.0, 0.0
+    rest = np.zeros(model.n)
+    static = motor_torques(model, q_start, rest, rest)
+    inertia = np.linalg.eigvalsh(reduced_inertia(model, q_start)[:motors, :motors])[-1]
+    return POSTURE * float(static @ static), ARMATURE * float(inertia)
+
+
 def goal_rows(model: ClosedChain, q_goal: Array) -> Array:
     """Directions (r, 3) of the task space the tool can move in at the goal (range of J)."""
     U, s, _ = np.linalg.svd(reduced_task_jacobian(model, q_goal[None])[0])
@@ -131,8 +172,13 @@ def transcribe(
     q_start: Array,
     goal: Array,
     goal_basis: Array,
+    regularisation: tuple[float, float] = (0.0, 0.0),
 ) -> dict:
     """The NLP (CasADi MX) of ``problem`` given the model ``functions`` (module docstring).
+
+    ``regularisation`` (w, b): the weights of the posture and acceleration terms
+    (:func:`regularisation_weights`) added to the objective; ``"regularisation"`` in the
+    result gives their value.
 
     ``functions`` maps "torque", "closure" and "task" (and "design" with a
     design space) to CasADi functions of the stacked knot variables, as
@@ -177,7 +223,14 @@ def transcribe(
     weights = np.full(K, 1.0)
     weights[[0, -1]] = 0.5
     effort = h * ca.dot(np.repeat(weights, len(active)), tau**2)
-    objective = duration + 1e-3 * effort if problem.minimum_time else effort
+    w, b = regularisation
+    motors = len(model.actuated)
+    moved = qa[:motors, :] - np.asarray(q_start)[model.active[:motors], None]
+    regular = ca.MX(0.0)
+    if w > 0.0 or b > 0.0:  # trapezoids of the squared motor displacements and accelerations
+        regular = h * ca.mtimes(w * ca.sum1(moved**2) + b**2 * ca.sum1(ddqa[:motors, :] ** 2),
+                                weights)  # fmt: skip
+    objective = duration + 1e-3 * effort if problem.minimum_time else effort + regular
     if independent:
         columns = functions["states"].columns
         lower, upper = lower[columns], upper[columns]
@@ -204,6 +257,7 @@ def transcribe(
         "lbg": lbg,
         "ubg": ubg,
         "tau": ca.Function("tau", [x], [tau]),
+        "regularisation": ca.Function("regularisation", [x], [regular]),
     }
 
 
@@ -345,7 +399,12 @@ def _solve(
             problem, model, built, q_start, q_goal, goal, t, progress, warm
         )
     else:
-        nlp = transcribe(problem, model, built, q_start, goal, goal_rows(model, q_goal))
+        regularisation = (0.0, 0.0)
+        if independent and design is None and not problem.minimum_time:
+            regularisation = regularisation_weights(model, q_start)
+        nlp = transcribe(
+            problem, model, built, q_start, goal, goal_rows(model, q_goal), regularisation
+        )
         x0 = x_start[:, built["states"].columns] if independent else x_start
         x0 = x0.ravel()
         if problem.minimum_time:
@@ -384,6 +443,7 @@ def _solve(
         X = np.asarray(nlp["to_knots"](x)).T
         solved = "solved" if stats["success"] else "failed"
     n = model.n
+    regularised = float(nlp["regularisation"](x)) if "regularisation" in nlp else 0.0
     result = ReachResult(
         status=solved,
         message=text,
@@ -392,7 +452,8 @@ def _solve(
         dq=X[:, n : 2 * n],
         ddq=X[:, 2 * n :],
         tau=np.asarray(nlp["tau"](x)).reshape(K, len(model.active))[:, : len(model.actuated)],
-        objective=float(sol["f"]),
+        objective=float(sol["f"]) - regularised,
+        regularisation=regularised,
         iterations=int(stats["iter_count"]),
         solve_time_s=elapsed,
         max_constraint_violation=violation(sol["g"], nlp["lbg"], nlp["ubg"]),
