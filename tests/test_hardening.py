@@ -134,8 +134,9 @@ def test_poses_of_another_frame_than_the_tool_exit_1(capsys, tmp_path, iiwa):
     log = Log(t=np.arange(60.0), q=q, position=position, joint_names=iiwa.joint_names,
               source="poses.csv")  # fmt: skip
     out = tmp_path / "out"
-    argv = ["calibrate", "--model", "iiwa", "--log", str(write_log(tmp_path / "poses.csv", log)),
-            "--kind", "kinematic", "--tool", "iiwa_link_3", "--out", str(out), "--quiet"]  # fmt: skip
+    path = write_log(tmp_path / "poses.csv", log)
+    argv = ["calibrate", "--model", "iiwa", "--log", str(path), "--kind", "kinematic",
+            "--tool", "iiwa_link_3", "--out", str(out), "--quiet"]  # fmt: skip
     assert main(argv) == 1
     assert "(results written for inspection)" in capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
