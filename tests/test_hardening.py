@@ -77,6 +77,35 @@ def test_joint_positions_in_degrees_are_refused(iiwa, tmp_path):
         read_log(path, iiwa, require=("position",))
 
 
+def test_a_quaternion_that_is_not_unit_is_refused(iiwa, tmp_path):
+    """Pinocchio's unit quaternions of the tool pass; one sample's scaled by 1e6 or zeroed
+    (a corrupted row) is refused naming the sample, not normalised into a pose."""
+    import pinocchio as pin
+
+    log = _slow_log(iiwa, samples=40)
+    frames = forward_kinematics(iiwa, log.q)
+    quaternions = np.array([pin.Quaternion(R).coeffs() for R in frames[:, :3, :3]])
+    read_log(write_log(tmp_path / "unit.csv", replace(log, orientation=quaternions)), iiwa)
+    for scale in (1e6, 0.0):
+        bad = quaternions.copy()
+        bad[7] *= scale
+        path = write_log(tmp_path / "bad.csv", replace(log, orientation=bad))
+        with pytest.raises(wb.WorkbenchError, match=r"quaternion .* of sample 7 has norm"):
+            read_log(path, iiwa)
+
+
+def test_a_joint_column_naming_no_joint_names_the_log(iiwa, tmp_path):
+    """A q_ column of a whole robot's log with a typo is the log's fault: the error names the
+    log file and the column, with the model's joints."""
+    from workbench.recordings.log_files import logged_joints
+
+    path = write_log(tmp_path / "typo.csv", _slow_log(iiwa, samples=5))
+    text = path.read_text().replace("q_iiwa_joint_3", "q_iiwa_joint3", 1)
+    path.write_text(text)
+    with pytest.raises(wb.WorkbenchError, match=r"typo\.csv: column\(s\) q_iiwa_joint3 name no"):
+        logged_joints(path, iiwa.joint_names)
+
+
 # ----------------------------------------------- underdetermined fits, NaN (item 3)
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory, iiwa):

@@ -62,6 +62,7 @@ from workbench.recordings.tables import (
 
 POSITION = ("px", "py", "pz")
 ORIENTATION = ("qx", "qy", "qz", "qw")
+UNIT_QUATERNION = 0.01  # a quaternion's norm may differ from 1 by this (rounded logs)
 _PREFIXES = ("q", "dq", "ddq", "tau", "temperature")
 
 __all__ = [
@@ -134,7 +135,14 @@ def logged_joints(
     if not path.is_file():
         return None, {}, {}
     header = read_header(path)
-    return [name[2:] for name in header if name.startswith("q_")] or None, {}, {}
+    names = [name[2:] for name in header if name.startswith("q_")]
+    unknown = [name for name in names if model_joints and name not in model_joints]
+    if unknown:
+        raise WorkbenchError(
+            f"{path}: column(s) {', '.join(f'q_{name}' for name in unknown)} name no movable "
+            f"joint of the model; its movable joints are {', '.join(model_joints)}"
+        )
+    return names or None, {}, {}
 
 
 def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order) -> Log:
@@ -193,7 +201,15 @@ def _table_log(table: Table, chain: Chain, require, savgol_window, savgol_order)
         ddq = ddq_sg if ddq is None else ddq
     orientation = block(list(ORIENTATION))
     if orientation is not None:
-        orientation = orientation / np.linalg.norm(orientation, axis=1, keepdims=True)
+        norm = np.linalg.norm(orientation, axis=1, keepdims=True)
+        off = np.flatnonzero(~(np.abs(norm[:, 0] - 1.0) <= UNIT_QUATERNION))
+        if off.size:
+            raise WorkbenchError(
+                f"{path}: the quaternion (qx, qy, qz, qw) of sample {off[0]} has norm "
+                f"{norm[off[0], 0]:.6g}, not 1 ({off.size} sample(s) so): a corrupted row, or "
+                "no quaternion in these columns?"
+            )
+        orientation = orientation / norm
     return Log(
         t=t,
         q=q,
