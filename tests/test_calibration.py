@@ -255,9 +255,8 @@ def test_cli_bad_log_exits_2(tmp_path, capsys):
         str(out),
     ]
     assert main(args) == 2
-    assert "no movable joint named 'nope'; its movable joints are iiwa_joint_1" in (
-        capsys.readouterr().err
-    )
+    expected = "bad.csv: column(s) q_nope name no movable joint of the model; its movable joints"
+    assert f"{expected} are iiwa_joint_1" in capsys.readouterr().err
     assert not out.exists()
 
 
