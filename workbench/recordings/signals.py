@@ -134,9 +134,19 @@ def decimate_range(
         inside = np.asarray(rows(max(start, 0), min(stop, samples)), dtype=float)
         window = np.zeros((stop - start, *inside.shape[1:]))
         window[max(-start, 0) : max(-start, 0) + inside.shape[0]] = inside
-        full = scipy_signal().upfirdn(h, window, down=factor, axis=0)
-        parts.append(full[20 : 20 + end - begin])  # output j is centred at 2 half + j factor
+        parts.append(_filtered(window, h, factor, end - begin))
     return np.concatenate(parts)
+
+
+def _filtered(window: Array, h: Array, factor: int, outputs: int) -> Array:
+    """Outputs ``[2 half / factor, + outputs)`` of scipy's ``upfirdn(h, window,
+    down=factor, axis=0)`` (output j centred at sample ``2 half + j factor``), the same
+    numbers: each output is the reversed filter against the window's samples from ``j
+    factor`` on, for every column at once (a strided view, one einsum; upfirdn filtered the
+    columns one by one, 0.4 s of the TX40 identification)."""
+    flat = window.reshape(len(window), -1)
+    view = np.lib.stride_tricks.sliding_window_view(flat, len(h), axis=0)[::factor][:outputs]
+    return np.einsum("jcl,l->jc", view, h[::-1]).reshape(outputs, *window.shape[1:])
 
 
 def decimate_segments(
