@@ -173,6 +173,24 @@ def test_poses_of_another_frame_than_the_tool_exit_1(capsys, tmp_path, iiwa):
     assert any("--tool frame" in reason for reason in summary["exit"]["reasons"])
 
 
+def test_gross_outliers_in_the_poses_are_named(capsys, tmp_path, logs):
+    """Three poses of the simulated log moved by 5 cm: the calibration warns naming them and
+    the robust losses; the clean log gives no such warning."""
+    rows = [row.split(",") for row in (logs / "kinematic.csv").read_text().splitlines()]
+    column = rows[0].index("px")
+    for k in (11, 60, 200):
+        rows[k][column] = repr(float(rows[k][column]) + 0.05)
+    path = tmp_path / "outliers.csv"
+    path.write_text("".join(",".join(row) + "\n" for row in rows))
+    for log, expected in ((path, True), (logs / "kinematic.csv", False)):
+        argv = ["calibrate", "--model", "iiwa", "--log", str(log), "--kind", "kinematic",
+                "--out", str(tmp_path / "out"), "--quiet"]  # fmt: skip
+        main(argv)
+        err = capsys.readouterr().err
+        assert ("3 of 300 samples miss the calibrated model" in err) is expected, err
+        assert ("--loss huber" in err) is expected
+
+
 def test_worse_calibration_exits_1_and_writes_valid_json(capsys, tmp_path, logs):
     out = tmp_path / "out"
     argv = ["calibrate", "--model", "iiwa", "--log", str(logs / "kinematic.csv")]
