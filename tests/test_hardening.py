@@ -191,6 +191,21 @@ def test_gross_outliers_in_the_poses_are_named(capsys, tmp_path, logs):
         assert ("--loss huber" in err) is expected
 
 
+def test_noisy_stamps_of_a_regular_log_are_named(capsys, tmp_path, iiwa):
+    """A torque log sampled regularly whose stamps carry noise (8 % of the period, RMS): the
+    implausible fit names the clock's jitter, not a wrong sample period."""
+    log, _ = simulate_log(iiwa, kind="dynamic", samples=3000, noise=1e-4)
+    period = log.t[1] - log.t[0]
+    stamps = log.t + np.random.default_rng(6).normal(0.0, 0.08 * period, len(log.t))
+    noisy = Log(t=stamps, q=log.q, tau=log.tau, joint_names=log.joint_names, source="n.csv")
+    path = write_log(tmp_path / "noisy.csv", noisy)
+    argv = ["calibrate", "--model", "iiwa", "--log", str(path), "--kind", "dynamic",
+            "--out", str(tmp_path / "out"), "--quiet"]  # fmt: skip
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "likely cause: clock jitter: the time stamps jitter by" in err, err
+
+
 def test_worse_calibration_exits_1_and_writes_valid_json(capsys, tmp_path, logs):
     out = tmp_path / "out"
     argv = ["calibrate", "--model", "iiwa", "--log", str(logs / "kinematic.csv")]

@@ -246,6 +246,9 @@ def implausible_message(log: Log, diagnoses: Sequence[Diagnosis]) -> str:
     return f"{log.source}: implausible fit; " + "; ".join(d.message for d in diagnoses)
 
 
+JITTERY = 3.0  # % of the period: a clock jittering more (RMS) is a suspect of an implausible fit
+
+
 def diagnose(
     log: Log,
     chain: Chain,
@@ -293,6 +296,19 @@ def diagnose(
         return [Diagnosis("transmission sign", "; ".join(flipped + general))]
     if not general and not joints:
         return []
+    jitter = (log.clock or {}).get("jitter_rms_percent", 0.0)
+    if jitter > JITTERY:  # before the period's causes: noisy stamps mimic a wrong period
+        symptoms = "; ".join(general + list(joints.values()))
+        return [
+            Diagnosis(
+                "clock jitter",
+                f"the time stamps jitter by {jitter:.3g} % of the period (RMS): the log was "
+                "resampled onto a uniform clock at its stamps, which distorts q and its "
+                "derivatives if the samples were taken regularly and only their stamps are "
+                "noisy (give the [time] sample_period in a log description to use it instead "
+                f"of the stamps); symptoms: {symptoms}",
+            )
+        ]
     shape = _shape_cause(chain, sampled, raw, nominal_drives, log)
     if shape is not None:
         symptoms = "; ".join(general + list(joints.values()))
