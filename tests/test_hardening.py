@@ -68,6 +68,17 @@ def test_tool_positions_in_millimetres_are_refused(iiwa, tmp_path):
     read_log(write_log(tmp_path / "m.csv", log), iiwa, require=("position",))  # metres pass
 
 
+def test_one_corrupted_position_is_not_called_a_unit(iiwa, tmp_path):
+    """One tool position of 1e300 m among metres is a corrupted value at its sample, not a
+    column in millimetres."""
+    log = _slow_log(iiwa)
+    position = log.position.copy()
+    position[17, 0] = 1e300
+    path = write_log(tmp_path / "huge.csv", replace(log, position=position))
+    with pytest.raises(wb.WorkbenchError, match=r"marker 'tool' at sample 17 .*corrupted value"):
+        read_log(path, iiwa, require=("position",))
+
+
 def test_joint_positions_in_degrees_are_refused(iiwa, tmp_path):
     log = _slow_log(iiwa)
     degrees = replace(log, q=np.degrees(log.q))

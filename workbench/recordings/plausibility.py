@@ -329,6 +329,16 @@ def _check_marker_spread(log: Log, chain: Chain) -> None:
         spread = float(np.ptp(marker.position, axis=0).max())
         if spread > _REACH_FACTOR * reach:
             source = log.columns.get(f"marker:{marker.name}", log.source)
+            distance = np.abs(marker.position - np.median(marker.position, axis=0)).max(axis=1)
+            far = np.flatnonzero(distance > _REACH_FACTOR * reach)
+            if far.size < len(distance) / 2:  # a few samples: not the unit of the column
+                k = int(far[np.argmax(distance[far])])
+                raise WorkbenchError(
+                    f"{source}: the position of marker '{marker.name}' at sample {k} (t = "
+                    f"{log.t[k]:.6g} s) is {distance[k]:.4g} m from the samples' median, more "
+                    f"than {_REACH_FACTOR:.0f} times the robot's reach ({reach:.3g} m; "
+                    f"{far.size} such sample(s)): a corrupted value?"
+                )
             raise WorkbenchError(
                 f"{source}: positions of marker '{marker.name}' spread over {spread:.4g} m, "
                 f"more than {_REACH_FACTOR:.0f} times the robot's reach ({reach:.3g} m); "
