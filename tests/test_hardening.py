@@ -79,6 +79,21 @@ def test_one_corrupted_position_is_not_called_a_unit(iiwa, tmp_path):
         read_log(path, iiwa, require=("position",))
 
 
+def test_swapped_position_columns_beside_logged_velocities_are_named(iiwa, tmp_path):
+    """q of joints 2 and 3 swapped in a log that also gives dq: each q differentiates
+    (numpy's gradient) to the other joint's logged velocity, and the log is refused naming
+    the pair; the log as simulated passes."""
+    log, _ = simulate_log(iiwa, kind="dynamic", samples=400, noise=0.0)
+    assert log.dq is not None
+    read_log(write_log(tmp_path / "right.csv", log), iiwa)
+    q = log.q.copy()
+    q[:, [1, 2]] = q[:, [2, 1]]
+    path = write_log(tmp_path / "swapped.csv", replace(log, q=q))
+    expected = r"'iiwa_joint_2' moves as the logged velocities of 'iiwa_joint_3'.*swapped"
+    with pytest.raises(wb.WorkbenchError, match=expected):
+        read_log(path, iiwa)
+
+
 def test_joint_positions_in_degrees_are_refused(iiwa, tmp_path):
     log = _slow_log(iiwa)
     degrees = replace(log, q=np.degrees(log.q))

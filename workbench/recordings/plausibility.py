@@ -112,6 +112,8 @@ def check_log(log: Log, chain: Chain, channels: bool = True, describable: bool =
             _check_speed(log, chain, j, where[f"q_{joint}"])
     if log.dq is not None and len(log) > 2:
         _check_slow(log, chain)
+        if not log.differentiated:
+            _check_velocity_columns(log, chain, where)
     if log.tau is not None:
         _check_torque_spikes(log, chain, [where[f"tau_{j}"] for j in chain.joint_names])
     if channels and log.tau is not None:
@@ -284,6 +286,32 @@ def _check_speed(log: Log, chain: Chain, j: int, where: str) -> None:
         f"{speed / limit:.0f} times its velocity limit {limit:.4g} {unit}; are the positions in "
         "degrees or millimetres, or the time in ms instead of s?"
     )
+
+
+SWAPPED = 0.2  # relative misfit of dq/dt against another joint's logged dq: the columns swapped
+
+
+def _check_velocity_columns(log: Log, chain: Chain, where: dict[str, str]) -> None:
+    """Refuse a log whose joint positions differentiate (``numpy.gradient`` over ``t``) to
+    another joint's logged velocities rather than their own (misfit over 0.5, against under
+    :data:`SWAPPED` relative RMS): two q or dq columns swapped, which a torque fit takes
+    for a weakly identified link."""
+    rate = np.gradient(log.q, log.t, axis=0)
+
+    def misfit(a: Array, b: Array) -> float:
+        return float(np.sqrt(np.nanmean((a - b) ** 2) / max(np.nanmean(b**2), 1e-300)))
+
+    for j, joint in enumerate(chain.joint_names):
+        if misfit(rate[:, j], log.dq[:, j]) <= 0.5:
+            continue
+        others = [(misfit(rate[:, j], log.dq[:, k]), k) for k in range(chain.n) if k != j]
+        best, k = min(others, default=(np.inf, -1))
+        if best < SWAPPED:
+            raise WorkbenchError(
+                f"{where[f'q_{joint}']}: joint '{joint}' moves as the logged velocities of "
+                f"'{chain.joint_names[k]}' (relative misfit {best:.2g}), not as its own (they "
+                "disagree): q or dq columns swapped?"
+            )
 
 
 def _check_slow(log: Log, chain: Chain) -> None:
