@@ -232,6 +232,17 @@ def test_noisy_stamps_of_a_regular_log_are_named(capsys, tmp_path, iiwa):
     assert "likely cause: clock jitter: the time stamps jitter by" in err, err
 
 
+def test_folds_that_train_on_one_sample_are_refused():
+    """Leave-one-out of two samples (or two folds of three) fits each fold on one sample:
+    refused; three samples' leave-one-out trains on two."""
+    from workbench.calibration.selection.validation import Folds
+
+    for k, samples in ((-1, 2), (2, 3)):
+        with pytest.raises(wb.WorkbenchError, match="trains a fold on 1: too few samples"):
+            Folds(k).splits(np.arange(float(samples)))
+    assert [len(train) for train, _ in Folds(-1).splits(np.arange(3.0))] == [2, 2, 2]
+
+
 def test_worse_calibration_exits_1_and_writes_valid_json(capsys, tmp_path, logs):
     out = tmp_path / "out"
     argv = ["calibrate", "--model", "iiwa", "--log", str(logs / "kinematic.csv")]

@@ -101,6 +101,12 @@ class Folds:
             test = fold == f
             if test.any():
                 out.append((np.flatnonzero(~test), np.flatnonzero(test)))
+        fewest = min(len(train) for train, _ in out)
+        if fewest < 2:  # one sample fits nothing that a second does not contradict
+            raise WorkbenchError(
+                f"{self.label} of {t.size} samples trains a fold on {fewest}: too few samples "
+                "to cross-validate (record more)"
+            )
         return out
 
 
