@@ -1,4 +1,4 @@
-"""Motor torques, torque regressor, forward dynamics and simulation of closed chains.
+"""Motor torques, regressor, reduced inertia, forward dynamics, simulation of closed chains.
 
 With the tree's inverse dynamics ``tau_tree(q, dq, ddq)`` at a closed state
 and ``S = dq / dq_a`` (:mod:`workbench.closed_chains.kinematics`), the
