@@ -94,6 +94,19 @@ def test_swapped_position_columns_beside_logged_velocities_are_named(iiwa, tmp_p
         read_log(path, iiwa)
 
 
+@pytest.mark.parametrize(("scale", "unit"), [(100.0, "centimetres"), (1000.0, "millimetres")])
+def test_a_prismatic_joint_in_another_length_unit_is_named(tmp_path, scale, unit):
+    """The Panda's fingers (range [0, 0.04] m) logged in centimetres or millimetres: the
+    refusal names the unit in which every logged value lies within the range."""
+    panda = wb.models.load("panda")
+    finger = [k for k, kind in enumerate(panda.joint_kinds) if kind == "prismatic"][0]
+    q = np.tile(0.3 * np.ones(panda.n), (50, 1))
+    q[:, finger] = np.linspace(0.005, 0.035, 50) * scale
+    log = Log(t=0.1 * np.arange(50), q=q, joint_names=panda.joint_names, source="f.csv")
+    with pytest.raises(wb.WorkbenchError, match=f"the values look like {unit}"):
+        read_log(write_log(tmp_path / "fingers.csv", log), panda)
+
+
 def test_joint_positions_in_degrees_are_refused(iiwa, tmp_path):
     log = _slow_log(iiwa)
     degrees = replace(log, q=np.degrees(log.q))

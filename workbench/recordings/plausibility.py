@@ -239,10 +239,15 @@ def _names(chain: Chain) -> list[str]:
     return [f"{p}_{j}" for p in ("q", "tau") for j in chain.joint_names]
 
 
-def _unit_hint(value: float, lower: float, upper: float, prismatic: bool) -> str:
-    factor, unit = (1000.0, "millimetres") if prismatic else (180.0 / np.pi, "degrees")
-    if lower <= value / factor <= upper:
-        return f"; the values look like {unit}"
+def _unit_hint(values: Array, lower: float, upper: float, prismatic: bool) -> str:
+    """The unit in which all ``values`` lie within [lower, upper], the smallest factor first
+    (a lift's range [0, 0.35] m holds centimetres and millimetres alike)."""
+    units = ((100.0, "centimetres"), (1000.0, "millimetres")) if prismatic else (
+        (180.0 / np.pi, "degrees"),
+    )  # fmt: skip
+    for factor, unit in units:
+        if np.all((lower <= values / factor) & (values / factor <= upper)):
+            return f"; the values look like {unit}"
     return "; a wrong unit, joint order or zero offset?"
 
 
@@ -270,7 +275,7 @@ def _check_range(log: Log, chain: Chain, j: int, where: str) -> None:
             WorkbenchWarning, stacklevel=4,
         )  # fmt: skip
         return
-    raise WorkbenchError(message + _unit_hint(value, lower, upper, prismatic))
+    raise WorkbenchError(message + _unit_hint(q, lower, upper, prismatic))
 
 
 def _check_speed(log: Log, chain: Chain, j: int, where: str) -> None:
