@@ -99,7 +99,7 @@ def test_a_prismatic_joint_in_another_length_unit_is_named(tmp_path, scale, unit
     """The Panda's fingers (range [0, 0.04] m) logged in centimetres or millimetres: the
     refusal names the unit in which every logged value lies within the range."""
     panda = wb.models.load("panda")
-    finger = [k for k, kind in enumerate(panda.joint_kinds) if kind == "prismatic"][0]
+    finger = panda.joint_kinds.index("prismatic")
     q = np.tile(0.3 * np.ones(panda.n), (50, 1))
     q[:, finger] = np.linspace(0.005, 0.035, 50) * scale
     log = Log(t=0.1 * np.arange(50), q=q, joint_names=panda.joint_names, source="f.csv")
