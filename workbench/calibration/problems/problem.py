@@ -52,7 +52,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from workbench.calibration.selection.validation import EndSplit, Folds
+from workbench.calibration.selection.validation import EndSplit, Folds, whole_log_splits
 from workbench.chain import Chain
 from workbench.errors import WorkbenchError
 from workbench.lie import Array
@@ -210,7 +210,7 @@ class SampleBlocks:
         return len(self.times)
 
     def folds(self, scheme: EndSplit | Folds) -> list[tuple[np.ndarray, np.ndarray]]:
-        return scheme.splits(self.times)
+        return whole_log_splits(scheme, self.times)
 
     def everything(self) -> list[np.ndarray]:
         return [np.arange(len(self.times))]

@@ -50,11 +50,9 @@ class EndSplit:
     def splits(self, t: Array) -> list[tuple[np.ndarray, np.ndarray]]:
         start, span = _span(t)
         test = t >= start + (1.0 - self.fraction) * span
-        if test.all() or test.sum() < 2:  # one sample has no spread to measure errors against
+        if test.all() or not test.any():
             raise WorkbenchError(
-                f"too few samples ({t.size}) to hold out {self.fraction} of the log: "
-                f"{int(test.sum())} held out, a held-out figure needs at least 2 (cross-validate "
-                "with --folds K, or record more samples)"
+                f"too few samples ({t.size}) to hold out {self.fraction} of the log"
             )
         return [(np.flatnonzero(~test), np.flatnonzero(test))]
 
@@ -101,13 +99,30 @@ class Folds:
             test = fold == f
             if test.any():
                 out.append((np.flatnonzero(~test), np.flatnonzero(test)))
-        fewest = min(len(train) for train, _ in out)
-        if fewest < 2:  # one sample fits nothing that a second does not contradict
-            raise WorkbenchError(
-                f"{self.label} of {t.size} samples trains a fold on {fewest}: too few samples "
-                "to cross-validate (record more)"
-            )
         return out
+
+
+def whole_log_splits(scheme: EndSplit | Folds, t: Array) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``scheme``'s splits of a whole log's samples at times ``t``, refused where an end split
+    holds out one sample (no spread to measure its errors against: a held-out relative RMS
+    of 1e14 came out of rounding) or a fold trains on fewer than two (leave-one-out of two
+    postures wrote a model worse than the nominal with exit 0). Within a fixture's samples
+    (:mod:`workbench.calibration.problems.kinematic_problem`) either is fine: the figures pool
+    the groups, and the other fixtures' samples train."""
+    splits = scheme.splits(t)
+    if isinstance(scheme, EndSplit) and len(splits[0][1]) < 2:
+        raise WorkbenchError(
+            f"too few samples ({t.size}) to hold out {scheme.fraction} of the log: 1 held out, "
+            "a held-out figure needs at least 2 (cross-validate with --folds K, or record more "
+            "samples)"
+        )
+    fewest = min(len(train) for train, _ in splits)
+    if fewest < 2:
+        raise WorkbenchError(
+            f"{scheme.label} of {t.size} samples trains a fold on {fewest}: too few samples to "
+            "cross-validate (record more)"
+        )
+    return splits
 
 
 FIXTURE_FOLDS = 5  # folds of a log with fixtures whose description asks for no scheme
