@@ -38,7 +38,7 @@ A closed chain with more motors than the tool has directions (a leg's six motors
 foot's three coordinates) leaves the postures that hold the tool free, and the squared
 torques alone pull them far: gravity's torques fall as a leg swings toward hanging, and
 IPOPT crept along such motions for hundreds of iterations, its Hessian indefinite at every
-step (digit_like_2legs, battobot_6d, disney_like, wl16_like: not finished in 12-15 min).
+step (digit_like_2legs, battobot_6d: not finished in 12 min and more).
 Their objective has two regularisation terms, as Crocoddyl's state and control
 regularisation costs do: the motors' squared distance from the start posture, weighted so
 that 1 rad costs the squared static torques of holding the start, and a virtual armature
