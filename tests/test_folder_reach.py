@@ -55,9 +55,9 @@ PROBLEMS = {
 }  # fmt: skip
 
 
-def reach(tmp_path, name: str) -> tuple[int, dict, dict]:
-    """Run the command line on the folder's problem: exit code, summary, trajectory."""
-    tool, start, goal, duration, torque, knots = PROBLEMS[name]
+def problem_file(tmp_path, name: str, knots: int | None = None):
+    """The folder's problem of PROBLEMS in the issue's form (its knots, or ``knots``)."""
+    tool, start, goal, duration, torque, default = PROBLEMS[name]
     problem = tmp_path / f"{name}.toml"
     problem.write_text(
         "[task]\n"
@@ -69,8 +69,14 @@ def reach(tmp_path, name: str) -> tuple[int, dict, dict]:
         "[limits]\n"
         f"torque = {torque}\n"
         "[transcription]\n"
-        f"knots = {knots}\n"
+        f"knots = {knots or default}\n"
     )
+    return problem
+
+
+def reach(tmp_path, name: str) -> tuple[int, dict, dict]:
+    """Run the command line on the folder's problem: exit code, summary, trajectory."""
+    problem = problem_file(tmp_path, name)
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "workbench.cli", "reach", str(problem), "--out", str(out),
@@ -129,13 +135,7 @@ def test_a_model_failure_at_the_initial_guess_of_idle_joints_is_one_error(tmp_pa
     """The objective at the initial guess (which scales IPOPT's objective with idle joints)
     is the model's first evaluation: a failure there (e.g. a singular configuration of
     the guess) is the reach's error naming it, not a CasADi RuntimeError."""
-    tool, start, goal, duration, torque, _ = PROBLEMS["robot_delta"]
-    path = tmp_path / "delta.toml"
-    path.write_text(
-        f'[task]\nmodel = "{FOLDERS / "robot_delta" / "robot.yaml"}"\ntool = "{tool}"\n'
-        f"start = {start}\ngoal = {goal}\nduration = {duration}\n"
-        f"[limits]\ntorque = {torque}\n[transcription]\nknots = 5\n"
-    )
+    path = problem_file(tmp_path, "robot_delta", knots=5)
 
     def fails(*args):
         raise WorkbenchError("the guess is singular")
@@ -202,13 +202,7 @@ def test_redundant_legs_are_regularised_and_report_the_torque_integral(tmp_path)
     for name in ("5bar_linkage", "robot_delta"):
         chain = load(FOLDERS / name / "robot.yaml", tool=PROBLEMS[name][0])
         assert regularisation_weights(chain, chain.home) == (0.0, 0.0)
-    tool, start, goal, duration, torque, _ = PROBLEMS["cassie_like"]
-    path = tmp_path / "cassie.toml"
-    path.write_text(
-        f'[task]\nmodel = "{FOLDERS / "cassie_like" / "robot.yaml"}"\ntool = "{tool}"\n'
-        f"start = {start}\ngoal = {goal}\nduration = {duration}\n"
-        f"[limits]\ntorque = {torque}\n[transcription]\nknots = 12\n"
-    )
+    path = problem_file(tmp_path, "cassie_like", knots=12)
     result = solve(ReachProblem.from_toml(path), progress=False)
     assert result.status == "solved"
     chain = result.model
