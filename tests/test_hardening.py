@@ -256,6 +256,17 @@ def test_folds_that_train_on_one_sample_are_refused():
     assert [len(train) for train, _ in splits] == [2, 2, 2]
 
 
+def test_a_joint_as_the_tool_of_a_kinematic_calibration_is_refused(capsys, tmp_path, logs):
+    """A joint's name as --tool: the fit moved the tool frame, which the calibrated URDF can
+    keep only on a link, and calibrated.urdf was silently not written (exit 0); refused
+    naming the joint's child link."""
+    argv = ["calibrate", "--model", "iiwa", "--log", str(logs / "kinematic.csv"), "--kind",
+            "kinematic", "--tool", "iiwa_joint_7", "--out", str(tmp_path / "o")]  # fmt: skip
+    line = fails(capsys, argv)
+    assert "--tool iiwa_joint_7 is a joint of iiwa, not a link" in line
+    assert "(the joint's child: iiwa_link_7)" in line
+
+
 def test_worse_calibration_exits_1_and_writes_valid_json(capsys, tmp_path, logs):
     out = tmp_path / "out"
     argv = ["calibrate", "--model", "iiwa", "--log", str(logs / "kinematic.csv")]

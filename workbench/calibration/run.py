@@ -306,6 +306,17 @@ def _model(request: Request, large: bool):
         model = closed_chains.load(request.model)
         require_motor_coordinates(model)
         return model, model.motors, model.urdf_path
+    children = models.joint_children(request.model)
+    if (
+        request.kind == "kinematic"
+        and request.tool in children
+        and request.tool not in set(children.values())
+    ):
+        raise WorkbenchError(
+            f"--tool {request.tool} is a joint of {request.model}, not a link: a kinematic "
+            "calibration fits the tool frame, which the calibrated URDF keeps on a link; name "
+            f"the link the markers are on (the joint's child: {children[request.tool]})"
+        )
     whole = models.movable_joints(request.model)
     joints, locked, held = (None, {}, {}) if large else logged_joints(request.log, whole)
     chain = models.load(

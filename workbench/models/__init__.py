@@ -43,6 +43,7 @@ _NAMES: dict[str, str | None] = {
     "load": "catalog",
     "load_pinocchio": "catalog",
     "movable_joints": "catalog",
+    "joint_children": "catalog",
     "package_dirs": "catalog",
     "urdf_path": "catalog",
     "from_pinocchio": "pinocchio_conversion",

@@ -177,6 +177,20 @@ def movable_joints(name: str) -> tuple[str, ...]:
     return tuple(j.get("name") for j in root.iter("joint") if j.get("type") in kinds)
 
 
+def joint_children(name: str) -> dict[str, str]:
+    """Every joint of a model's URDF (fixed ones too) and its child link, by joint name; empty
+    when the file does not parse (loading it says why)."""
+    try:
+        root = ET.parse(urdf_path(name)).getroot()
+    except (ET.ParseError, OSError):
+        return {}
+    return {
+        j.get("name"): j.find("child").get("link")
+        for j in root.iter("joint")
+        if j.find("child") is not None
+    }
+
+
 def load_pinocchio(name: str):
     """The Pinocchio model of a named robot (locked joints removed at q = 0)."""
     import pinocchio as pin
