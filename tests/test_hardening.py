@@ -267,6 +267,24 @@ def test_a_joint_as_the_tool_of_a_kinematic_calibration_is_refused(capsys, tmp_p
     assert "(the joint's child: iiwa_link_7)" in line
 
 
+def test_an_implausible_fit_names_the_unlogged_joints_on_the_tool_path(capsys, tmp_path, iiwa):
+    """The first joint's column lost from a log of postures across the workspace: locked at 0
+    (nothing above it to tell), the fit cannot follow its motion and is implausible; the
+    reason names that joint as given no value on the tool's path."""
+    q = np.random.default_rng(7).uniform(-1.5, 1.5, size=(60, iiwa.n))
+    position = forward_kinematics(iiwa, q)[:, :3, 3]
+    joints = iiwa.joint_names[1:]
+    log = Log(t=np.arange(60.0), q=q[:, 1:], position=position, joint_names=joints,
+              source="lost.csv")  # fmt: skip
+    out = tmp_path / "out"
+    argv = ["calibrate", "--model", "iiwa", "--log", str(write_log(tmp_path / "l.csv", log)),
+            "--kind", "kinematic", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == 1
+    capsys.readouterr()
+    reasons = json.loads((out / "summary.json").read_text())["exit"]["reasons"]
+    assert any("no value for iiwa_joint_1 on the tool's path" in r for r in reasons), reasons
+
+
 def test_worse_calibration_exits_1_and_writes_valid_json(capsys, tmp_path, logs):
     out = tmp_path / "out"
     argv = ["calibrate", "--model", "iiwa", "--log", str(logs / "kinematic.csv")]

@@ -120,6 +120,23 @@ class Outcome:
         return held["calibrated"]["relative_rms"] <= held["nominal"]["relative_rms"]
 
 
+def _naming_unlogged_joints(diagnoses: list[Diagnosis], chain: Chain, model: str) -> list:
+    """``diagnoses`` of a kinematic fit, each naming the joints on the tool's path that the log
+    gives no value for (locked: TIAGo's lift, its column lost, moved the arm's joints by
+    73 mm in the fit, and the diagnosis could not say why)."""
+    if not diagnoses or chain.reduction is None:
+        return diagnoses
+    locked = dict(chain.reduction.locked)
+    unlogged = [j for j in models.path_joints(model, chain.tool_name) if j in locked]
+    if not unlogged:
+        return diagnoses
+    note = (
+        f"; the log gives no value for {', '.join(unlogged)} on the tool's path (locked at "
+        f"{', '.join(f'{locked[j]:g}' for j in unlogged)}): if they moved, log them"
+    )
+    return [replace(d, evidence=d.evidence + note) for d in diagnoses]
+
+
 def check_request(request: Request) -> None:
     """Refuse, before any work, options that do not apply or numbers out of range."""
     spec = kind(request.kind)  # an unknown kind names the known ones
@@ -249,6 +266,7 @@ def _run(request: Request, spec, large: bool, caught: list[warnings.WarningMessa
     diagnoses = []
     if request.kind == "kinematic" and isinstance(report.chain, Chain):
         diagnoses = compare_geometry(chain, report.chain) + position_misfit(report.summary)
+        diagnoses = _naming_unlogged_joints(diagnoses, chain, request.model)
     if not large and spec.requires == ("tau",) and log_chain is chain:
         diagnoses = diagnose(log, chain, report.chain, nominal)
         checked = effort_summary(compare_efforts(log, chain, nominal))

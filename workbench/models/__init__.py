@@ -44,6 +44,7 @@ _NAMES: dict[str, str | None] = {
     "load_pinocchio": "catalog",
     "movable_joints": "catalog",
     "joint_children": "catalog",
+    "path_joints": "catalog",
     "package_dirs": "catalog",
     "urdf_path": "catalog",
     "from_pinocchio": "pinocchio_conversion",

@@ -191,6 +191,26 @@ def joint_children(name: str) -> dict[str, str]:
     }
 
 
+def path_joints(name: str, link: str) -> list[str]:
+    """The joints of a model's URDF from its root link down to ``link``, root first; empty
+    when ``link`` is no link of the file or the file does not parse."""
+    try:
+        root = ET.parse(urdf_path(name)).getroot()
+    except (ET.ParseError, OSError):
+        return []
+    above = {
+        j.find("child").get("link"): (j.get("name"), j.find("parent").get("link"))
+        for j in root.iter("joint")
+        if j.find("child") is not None and j.find("parent") is not None
+    }
+    path, seen = [], set()
+    while link in above and link not in seen:
+        seen.add(link)
+        joint, link = above[link]
+        path.append(joint)
+    return path[::-1]
+
+
 def load_pinocchio(name: str):
     """The Pinocchio model of a named robot (locked joints removed at q = 0)."""
     import pinocchio as pin
