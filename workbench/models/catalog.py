@@ -169,24 +169,24 @@ def urdf_path(name: str) -> Path:
 def movable_joints(name: str) -> tuple[str, ...]:
     """The revolute, continuous and prismatic joints of a model's URDF, in file order (the
     joints a log may name); empty when the file does not parse (loading it says why)."""
-    try:
-        root = ET.parse(urdf_path(name)).getroot()
-    except (ET.ParseError, OSError):
-        return ()
     kinds = ("revolute", "continuous", "prismatic")
-    return tuple(j.get("name") for j in root.iter("joint") if j.get("type") in kinds)
+    return tuple(j.get("name") for j in _joints(name) if j.get("type") in kinds)
+
+
+def _joints(name: str) -> list[ET.Element]:
+    """The ``<joint>`` elements of a model's URDF; empty when the file does not parse."""
+    try:
+        return list(ET.parse(urdf_path(name)).getroot().iter("joint"))
+    except (ET.ParseError, OSError):
+        return []
 
 
 def joint_children(name: str) -> dict[str, str]:
     """Every joint of a model's URDF (fixed ones too) and its child link, by joint name; empty
     when the file does not parse (loading it says why)."""
-    try:
-        root = ET.parse(urdf_path(name)).getroot()
-    except (ET.ParseError, OSError):
-        return {}
     return {
         j.get("name"): j.find("child").get("link")
-        for j in root.iter("joint")
+        for j in _joints(name)
         if j.find("child") is not None
     }
 
@@ -194,13 +194,9 @@ def joint_children(name: str) -> dict[str, str]:
 def path_joints(name: str, link: str) -> list[str]:
     """The joints of a model's URDF from its root link down to ``link``, root first; empty
     when ``link`` is no link of the file or the file does not parse."""
-    try:
-        root = ET.parse(urdf_path(name)).getroot()
-    except (ET.ParseError, OSError):
-        return []
     above = {
         j.find("child").get("link"): (j.get("name"), j.find("parent").get("link"))
-        for j in root.iter("joint")
+        for j in _joints(name)
         if j.find("child") is not None and j.find("parent") is not None
     }
     path, seen = [], set()

@@ -153,8 +153,7 @@ def regularisation_weights(model: ClosedChain, q_start: Array) -> tuple[float, f
     """
     motors = len(model.actuated)
     J = reduced_task_jacobian(model, q_start[None])[0][:, :motors]
-    s = np.linalg.svd(J, compute_uv=False)
-    if motors <= int(np.sum(s > 1e-9 * max(s.max(initial=0.0), 1e-300))):
+    if motors <= _rank(np.linalg.svd(J, compute_uv=False)):
         return 0.0, 0.0
     rest = np.zeros(model.n)
     static = motor_torques(model, q_start, rest, rest)
@@ -165,7 +164,12 @@ def regularisation_weights(model: ClosedChain, q_start: Array) -> tuple[float, f
 def goal_rows(model: ClosedChain, q_goal: Array) -> Array:
     """Directions (r, 3) of the task space the tool can move in at the goal (range of J)."""
     U, s, _ = np.linalg.svd(reduced_task_jacobian(model, q_goal[None])[0])
-    return U[:, : int(np.sum(s > 1e-9 * max(s.max(initial=0.0), 1e-300)))].T
+    return U[:, : _rank(s)].T
+
+
+def _rank(s: Array) -> int:
+    """The count of singular values ``s`` above 1e-9 of the largest."""
+    return int(np.sum(s > 1e-9 * max(s.max(initial=0.0), 1e-300)))
 
 
 def transcribe(
